@@ -1,0 +1,66 @@
+// Clock: the two kinds of time baton uses, behind one injectable interface.
+//
+// * Monotonic time decides everything about leadership: lease expiry, the
+//   renew deadline, how long an answer stays valid. It is CLOCK_BOOTTIME, which
+//   keeps counting while the machine is suspended, so a frozen VM wakes up
+//   knowing how long it was gone. Only differences between two MonoTimes mean
+//   anything.
+// * Wall time is used only for the timestamps written into a Lease
+//   (acquireTime, renewTime), which other clients read. baton never compares a
+//   Lease's wall-clock time with its own to decide anything.
+//
+// Production code uses SystemClock(); tests use FakeClock (fake_clock.h).
+#ifndef BATON_SIDECAR_COMMON_CLOCK_H_
+#define BATON_SIDECAR_COMMON_CLOCK_H_
+
+#include <compare>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
+namespace baton {
+
+// A point on the monotonic clock. A value type: cheap to copy, totally ordered.
+class MonoTime {
+ public:
+  constexpr MonoTime() = default;
+  static constexpr MonoTime FromSinceOrigin(absl::Duration d) { return MonoTime(d); }
+
+  // Time since the clock's arbitrary origin (boot, for the system clock).
+  constexpr absl::Duration SinceOrigin() const { return since_origin_; }
+
+  MonoTime& operator+=(absl::Duration d) {
+    since_origin_ += d;
+    return *this;
+  }
+  friend MonoTime operator+(MonoTime t, absl::Duration d) { return t += d; }
+  friend absl::Duration operator-(MonoTime a, MonoTime b) {
+    return a.since_origin_ - b.since_origin_;
+  }
+  friend bool operator==(MonoTime a, MonoTime b) { return a.since_origin_ == b.since_origin_; }
+  friend bool operator<(MonoTime a, MonoTime b) { return a.since_origin_ < b.since_origin_; }
+  friend bool operator<=(MonoTime a, MonoTime b) { return a.since_origin_ <= b.since_origin_; }
+  friend bool operator>(MonoTime a, MonoTime b) { return b < a; }
+  friend bool operator>=(MonoTime a, MonoTime b) { return b <= a; }
+
+ private:
+  constexpr explicit MonoTime(absl::Duration d) : since_origin_(d) {}
+  absl::Duration since_origin_;
+};
+
+// Source of time. Implementations are thread-safe.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Monotonic time, counting through suspend.
+  virtual MonoTime Monotonic() const = 0;
+  // Wall-clock time, for Lease timestamps only.
+  virtual absl::Time Wall() const = 0;
+};
+
+// The process-wide real clock (CLOCK_BOOTTIME and CLOCK_REALTIME). Never null.
+Clock* SystemClock();
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_COMMON_CLOCK_H_

@@ -1,0 +1,45 @@
+// LeaseRecord: the part of a coordination.k8s.io/v1 Lease that leader election
+// reads and writes, as a plain value.
+//
+// Field meanings follow client-go's LeaderElectionRecord so that baton and a Go
+// controller using tools/leaderelection interpret one Lease the same way. The
+// kube client maps this to and from the Lease object; fields of the object that
+// are not here (labels, annotations, strategy, preferredHolder, ...) are kept
+// by the store across updates, never dropped.
+#ifndef BATON_SIDECAR_ELECTION_LEASE_RECORD_H_
+#define BATON_SIDECAR_ELECTION_LEASE_RECORD_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace baton {
+
+struct LeaseRecord {
+  // spec.holderIdentity; empty means nobody holds it and it may be taken at once.
+  std::string holder_identity;
+  // spec.leaseDurationSeconds: the holder's promise of how long, from its last
+  // renew, it will consider itself leader. Candidates judge expiry by this
+  // value, not by their own configured duration.
+  int32_t lease_duration_seconds = 0;
+  // spec.acquireTime / spec.renewTime (MicroTime). Written for other readers;
+  // never compared with the local wall clock to decide expiry.
+  std::optional<absl::Time> acquire_time;
+  std::optional<absl::Time> renew_time;
+  // spec.leaseTransitions: bumped by every takeover. baton's fencing token.
+  int32_t lease_transitions = 0;
+
+  // metadata.resourceVersion of the object this record was read from (or was
+  // written as). An update must carry it; a stale one gets a Conflict.
+  std::string resource_version;
+  // metadata.uid; changes when the Lease is deleted and recreated.
+  std::string uid;
+
+  friend bool operator==(const LeaseRecord&, const LeaseRecord&) = default;
+};
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_ELECTION_LEASE_RECORD_H_

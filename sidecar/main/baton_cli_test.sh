@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The baton binary's flag handling, end to end: bad configuration exits 2 with
+# a message naming the flag; --version and --help work.
+set -u
+baton=$1
+fail=0
+expect() {  # expect CODE SUBSTRING ARGS...
+  local code=$1 want=$2; shift 2
+  local out rc
+  out=$(env -u POD_NAMESPACE "$baton" "$@" 2>&1); rc=$?
+  if [[ $rc -ne $code || $out != *"$want"* ]]; then
+    echo "FAIL: baton $* -> rc=$rc, want $code and output containing '$want'; got: $out"
+    fail=1
+  fi
+}
+expect 2 "--lease-name is required" --lease-namespace=ns
+expect 2 "--lease-namespace is required" --lease-name=x
+expect 2 "--renew-deadline must be shorter than --lease-duration" \
+  --lease-name=x --lease-namespace=ns --lease-duration=10s --renew-deadline=10s
+expect 2 "--retry-period × 1.2" \
+  --lease-name=x --lease-namespace=ns --retry-period=9s
+expect 1 "Unknown command line flag" --lease-name=x --no-such-flag=1
+expect 0 "baton " --version
+exit $fail

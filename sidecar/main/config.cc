@@ -1,0 +1,87 @@
+#include "sidecar/main/config.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace baton {
+
+absl::Status ValidateTiming(const ElectionTiming& t) {
+  const std::string values =
+      absl::StrCat(" (--lease-duration=", absl::FormatDuration(t.lease_duration),
+                   " --renew-deadline=", absl::FormatDuration(t.renew_deadline),
+                   " --retry-period=", absl::FormatDuration(t.retry_period), ")");
+  if (t.lease_duration <= absl::ZeroDuration() || t.renew_deadline <= absl::ZeroDuration() ||
+      t.retry_period <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lease-duration, --renew-deadline and --retry-period must all be positive",
+                     values));
+  }
+  if (t.lease_duration < absl::Seconds(1) || t.lease_duration % absl::Seconds(1) != absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--lease-duration must be a whole number of seconds: the Lease stores "
+        "leaseDurationSeconds as an integer",
+        values));
+  }
+  if (t.renew_deadline >= t.lease_duration) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--renew-deadline must be shorter than --lease-duration: a leader must stop "
+        "acting before followers may take the Lease over",
+        values));
+  }
+  if (t.retry_period * (1 + kRetryJitter) >= t.renew_deadline) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--retry-period × 1.2 (its jitter) must be shorter than --renew-deadline: a "
+        "leader needs at least one renew attempt before its deadline",
+        values));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAddress(const std::string& flag, const std::string& addr) {
+  const size_t colon = addr.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(addr).substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", addr, " is not host:port (e.g. 127.0.0.1:4040)"));
+  }
+  return absl::OkStatus();
+}
+
+std::string DefaultIdentity(const std::string& pod_name, const std::string& hostname,
+                            const std::string& suffix) {
+  return absl::StrCat(pod_name.empty() ? hostname : pod_name, "_", suffix);
+}
+
+absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
+  SidecarConfig c;
+  if (in.lease_name.empty()) {
+    return absl::InvalidArgumentError("--lease-name is required: the Lease to hold");
+  }
+  c.lease_name = in.lease_name;
+  c.lease_namespace = in.lease_namespace;
+  if (c.lease_namespace.empty()) c.lease_namespace = in.pod_namespace;
+  if (c.lease_namespace.empty()) {
+    c.lease_namespace = std::string(absl::StripAsciiWhitespace(in.incluster_namespace));
+  }
+  if (c.lease_namespace.empty()) {
+    return absl::InvalidArgumentError(
+        "--lease-namespace is required outside a Pod (no POD_NAMESPACE and no "
+        "ServiceAccount namespace file)");
+  }
+  c.identity = in.identity.empty() ? DefaultIdentity(in.pod_name, in.hostname, in.random_suffix)
+                                   : in.identity;
+  c.timing = in.timing;
+  if (absl::Status s = ValidateTiming(c.timing); !s.ok()) return s;
+  c.kubeconfig = in.kubeconfig;
+  c.http_addr = in.http_addr;
+  c.grpc_addr = in.grpc_addr;
+  if (absl::Status s = ValidateAddress("http-addr", c.http_addr); !s.ok()) return s;
+  if (absl::Status s = ValidateAddress("grpc-addr", c.grpc_addr); !s.ok()) return s;
+  c.release_on_shutdown = in.release_on_shutdown;
+  return c;
+}
+
+}  // namespace baton

@@ -1,0 +1,78 @@
+// SidecarConfig: everything the baton daemon is told at start-up, as typed
+// values. main() fills it from flags and the environment; nothing else reads
+// flags. Validation lives here so that bad start-up config fails fast with a
+// message that names the flags involved.
+#ifndef BATON_SIDECAR_MAIN_CONFIG_H_
+#define BATON_SIDECAR_MAIN_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace baton {
+
+// The three durations of client-go's leader election, with its (and
+// kube-controller-manager's) defaults.
+struct ElectionTiming {
+  // How long a holder promises to keep the Lease; written into the Lease.
+  absl::Duration lease_duration = absl::Seconds(15);
+  // A leader that has not renewed successfully for this long stops leading.
+  absl::Duration renew_deadline = absl::Seconds(10);
+  // Interval between attempts to acquire or renew (jittered by up to 20%).
+  absl::Duration retry_period = absl::Seconds(2);
+};
+
+// Jitter applied to retry_period; retry_period × (1 + kRetryJitter) must stay
+// below renew_deadline so a leader gets at least one renew in before it.
+inline constexpr double kRetryJitter = 0.2;
+
+// Checks renewDeadline < leaseDuration, retryPeriod × 1.2 < renewDeadline and
+// that all are positive. InvalidArgument naming the flags and saying why.
+absl::Status ValidateTiming(const ElectionTiming& timing);
+
+struct SidecarConfig {
+  std::string lease_name;
+  std::string lease_namespace;
+  std::string identity;
+  ElectionTiming timing;
+  std::string kubeconfig;  // empty: in-cluster config
+  std::string http_addr = "127.0.0.1:4040";
+  std::string grpc_addr = "127.0.0.1:4041";
+  bool release_on_shutdown = true;
+};
+
+// The raw inputs ConfigFrom turns into a SidecarConfig: flag values as given
+// plus the environment and files they may default from.
+struct ConfigInputs {
+  std::string lease_name;
+  std::string lease_namespace;   // --lease-namespace; empty if unset
+  std::string identity;          // --identity; empty if unset
+  ElectionTiming timing;
+  std::string kubeconfig;
+  std::string http_addr;
+  std::string grpc_addr;
+  bool release_on_shutdown = true;
+  std::string pod_name;          // $POD_NAME
+  std::string pod_namespace;     // $POD_NAMESPACE
+  std::string incluster_namespace;  // contents of the ServiceAccount namespace file
+  std::string hostname;
+  std::string random_suffix;     // for the default identity
+};
+
+// Resolves defaults and validates. InvalidArgument with a message meant for
+// the operator when something required is missing or inconsistent.
+absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in);
+
+// `<pod name or hostname>_<suffix>`: unique per process, so a restarted
+// sidecar is a new holder with a new, higher fencing token.
+std::string DefaultIdentity(const std::string& pod_name, const std::string& hostname,
+                            const std::string& suffix);
+
+// Checks "host:port" with a numeric port in [0, 65535].
+absl::Status ValidateAddress(const std::string& flag, const std::string& addr);
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_MAIN_CONFIG_H_

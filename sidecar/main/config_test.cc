@@ -1,0 +1,103 @@
+#include "sidecar/main/config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace baton {
+namespace {
+
+using ::testing::HasSubstr;
+
+ConfigInputs ValidInputs() {
+  ConfigInputs in;
+  in.lease_name = "app";
+  in.pod_namespace = "prod";
+  in.http_addr = "127.0.0.1:4040";
+  in.grpc_addr = "127.0.0.1:4041";
+  in.hostname = "node-a";
+  in.random_suffix = "x7k2q";
+  return in;
+}
+
+struct TimingCase {
+  const char* name;
+  ElectionTiming timing;
+  const char* error;  // nullptr: valid
+};
+
+class TimingTest : public ::testing::TestWithParam<TimingCase> {};
+
+TEST_P(TimingTest, ValidatesPerDesign) {
+  const TimingCase& c = GetParam();
+  absl::Status s = ValidateTiming(c.timing);
+  if (c.error == nullptr) {
+    EXPECT_TRUE(s.ok()) << s;
+  } else {
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.error));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Durations, TimingTest,
+    ::testing::Values(
+        TimingCase{"Defaults", {}, nullptr},
+        TimingCase{"Short", {absl::Seconds(2), absl::Milliseconds(1500), absl::Milliseconds(250)},
+                   nullptr},
+        TimingCase{"RenewEqualsLease", {absl::Seconds(10), absl::Seconds(10), absl::Seconds(2)},
+                   "--renew-deadline must be shorter than --lease-duration"},
+        TimingCase{"RenewAboveLease", {absl::Seconds(10), absl::Seconds(12), absl::Seconds(2)},
+                   "--renew-deadline must be shorter than --lease-duration"},
+        TimingCase{"RetryWithJitterReachesDeadline",
+                   {absl::Seconds(15), absl::Seconds(6), absl::Seconds(5)}, "--retry-period × 1.2"},
+        TimingCase{"ZeroRetry", {absl::Seconds(15), absl::Seconds(10), absl::ZeroDuration()},
+                   "must all be positive"},
+        TimingCase{"NegativeLease", {absl::Seconds(-1), absl::Seconds(10), absl::Seconds(2)},
+                   "must all be positive"},
+        TimingCase{"FractionalLease",
+                   {absl::Milliseconds(2500), absl::Seconds(2), absl::Milliseconds(250)},
+                   "whole number of seconds"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(ConfigTest, NamespaceFromFlagThenEnvThenInClusterFile) {
+  ConfigInputs in = ValidInputs();
+  in.incluster_namespace = "from-file\n";
+  in.lease_namespace = "from-flag";
+  EXPECT_EQ(ConfigFrom(in)->lease_namespace, "from-flag");
+  in.lease_namespace = "";
+  EXPECT_EQ(ConfigFrom(in)->lease_namespace, "prod");
+  in.pod_namespace = "";
+  EXPECT_EQ(ConfigFrom(in)->lease_namespace, "from-file");
+}
+
+TEST(ConfigTest, MissingNamespaceIsAnError) {
+  ConfigInputs in = ValidInputs();
+  in.pod_namespace = "";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--lease-namespace"));
+}
+
+TEST(ConfigTest, LeaseNameIsRequired) {
+  ConfigInputs in = ValidInputs();
+  in.lease_name = "";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--lease-name"));
+}
+
+TEST(ConfigTest, DefaultIdentityIsPodNameOrHostnamePlusSuffix) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->identity, "node-a_x7k2q");
+  in.pod_name = "app-0";
+  EXPECT_EQ(ConfigFrom(in)->identity, "app-0_x7k2q");
+  in.identity = "exactly-this";
+  EXPECT_EQ(ConfigFrom(in)->identity, "exactly-this");
+}
+
+TEST(ConfigTest, BadAddressNamesTheFlag) {
+  ConfigInputs in = ValidInputs();
+  in.grpc_addr = "localhost";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--grpc-addr=localhost"));
+  in.grpc_addr = "127.0.0.1:70000";
+  EXPECT_FALSE(ConfigFrom(in).ok());
+}
+
+}  // namespace
+}  // namespace baton
