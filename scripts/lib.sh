@@ -1,0 +1,42 @@
+# Shared helpers for baton's scripts: paths, toolchain setup and installs.
+# Source it; it defines functions and variables and changes nothing else.
+
+BATON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BATON_BUILD=${BATON_BUILD:-$BATON_ROOT/build}
+CONTROLPLANE_BIN=$BATON_BUILD/controlplane/bin
+
+# Go: the machine's toolchain only (never download one), module and build
+# caches in their default, persistent places.
+export GOTOOLCHAIN=local
+export GOFLAGS=${GOFLAGS:--mod=mod}
+
+log() { printf '==> %s\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Debian packages the C++ build and the tests need.
+BATON_APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config clang-14 clang-tidy-14 clang-format-14
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libboost1.81-dev libboost-json1.81-dev libssl-dev
+  libgtest-dev libgmock-dev libspdlog-dev libyaml-cpp-dev
+  wrk python3-venv curl procps
+)
+
+# ensure_apt_packages: installs any of BATON_APT_PACKAGES that is missing.
+ensure_apt_packages() {
+  local missing=()
+  for p in "${BATON_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# need_go: fails clearly when Go is missing or older than go.mod wants.
+need_go() {
+  command -v go >/dev/null || die "Go 1.26 is required (https://go.dev/doc/install)"
+}
