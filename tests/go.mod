@@ -175,7 +175,9 @@ require (
 
 // k8s.io/kubernetes requires its staging modules at v0.0.0 through directory
 // replaces that a consumer does not see; pin each to the matching release.
-// Regenerate with scripts/k8s-replaces when moving to another release.
+// Derived from the replace block of k8s.io/kubernetes' own go.mod (its path is
+// the GoMod field of `go mod download -json k8s.io/kubernetes@v1.37.2`): each
+// `k8s.io/X => ./staging/src/k8s.io/X` becomes `k8s.io/X => k8s.io/X v0.37.2`.
 replace k8s.io/api => k8s.io/api v0.37.2
 
 replace k8s.io/apiextensions-apiserver => k8s.io/apiextensions-apiserver v0.37.2
