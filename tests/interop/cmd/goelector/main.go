@@ -1,0 +1,124 @@
+// Command goelector is a Go program using client-go's
+// tools/leaderelection.LeaderElector on a Lease — the way Go controllers do
+// leader election today. baton's tests run it beside baton sidecars on one
+// Lease to prove the two interoperate, and benchmarks use it as the peer.
+//
+// It answers GET /leader with the subset of baton's JSON the tests read:
+// {"isLeader", "identity", "holderIdentity", "fencingToken"}. isLeader is
+// true between client-go's OnStartedLeading and OnStoppedLeading callbacks.
+// When client-go's Run returns (leadership lost), it campaigns again, as a
+// controller restarted by its Deployment would.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+type state struct {
+	mu       sync.Mutex
+	leading  bool
+	token    int32
+	holder   string
+	identity string
+}
+
+func (s *state) serveHTTP(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	body := map[string]any{
+		"isLeader":       s.leading,
+		"identity":       s.identity,
+		"holderIdentity": s.holder,
+		"fencingToken":   s.token,
+	}
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig path")
+	name := flag.String("lease-name", "", "Lease name")
+	namespace := flag.String("lease-namespace", "", "Lease namespace")
+	identity := flag.String("identity", "", "holder identity")
+	httpAddr := flag.String("http-addr", "127.0.0.1:0", "address for GET /leader")
+	leaseDuration := flag.Duration("lease-duration", 15*time.Second, "")
+	renewDeadline := flag.Duration("renew-deadline", 10*time.Second, "")
+	retryPeriod := flag.Duration("retry-period", 2*time.Second, "")
+	flag.Parse()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.UserAgent = "goelector (client-go leaderelection)"
+	client := kubernetes.NewForConfigOrDie(cfg)
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: *name, Namespace: *namespace},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: *identity},
+	}
+	st := &state{identity: *identity}
+
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf("serving on %s", ln.Addr())
+	go func() { _ = http.Serve(ln, http.HandlerFunc(st.serveHTTP)) }()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	for ctx.Err() == nil {
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   *leaseDuration,
+			RenewDeadline:   *renewDeadline,
+			RetryPeriod:     *retryPeriod,
+			ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {
+					rec, _, err := lock.Get(context.Background())
+					st.mu.Lock()
+					st.leading = true
+					if err == nil {
+						st.token = int32(rec.LeaderTransitions)
+					}
+					st.mu.Unlock()
+					log.Printf("started leading (token %d)", st.token)
+				},
+				OnStoppedLeading: func() {
+					st.mu.Lock()
+					st.leading = false
+					st.mu.Unlock()
+					log.Printf("stopped leading")
+				},
+				OnNewLeader: func(holder string) {
+					st.mu.Lock()
+					st.holder = holder
+					st.mu.Unlock()
+				},
+			},
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+		elector.Run(ctx)
+	}
+	os.Exit(0)
+}
