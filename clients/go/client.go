@@ -1,0 +1,274 @@
+package baton
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/baton-sidecar/baton/clients/go/batonv1"
+)
+
+const (
+	// DefaultGRPCAddr is where the sidecar serves gRPC by default
+	// (baton --grpc-addr).
+	DefaultGRPCAddr = "127.0.0.1:4041"
+	// EnvGRPCAddr names the environment variable that overrides
+	// DefaultGRPCAddr: "host:port", ":port" (on 127.0.0.1) or "unix:PATH".
+	EnvGRPCAddr = "BATON_GRPC_ADDR"
+)
+
+// Defaults of the Options.
+const (
+	DefaultCallTimeout       = 2 * time.Second
+	DefaultHeartbeatInterval = time.Second
+	DefaultMinBackoff        = 100 * time.Millisecond
+	DefaultMaxBackoff        = 2 * time.Second
+)
+
+// Client talks to one baton sidecar. It is safe for concurrent use; make one
+// per process and Close it when done.
+type Client struct {
+	addr string
+	opts options
+	conn *grpc.ClientConn
+	api  batonv1.LeaderElectionClient
+}
+
+type options struct {
+	addr                   string
+	callTimeout, heartbeat time.Duration
+	minBackoff, maxBackoff time.Duration
+	dialOptions            []grpc.DialOption
+}
+
+// An Option changes a Client's defaults.
+type Option func(*options)
+
+// WithAddr sets the sidecar's gRPC address, overriding $BATON_GRPC_ADDR and
+// DefaultGRPCAddr.
+func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithCallTimeout bounds each unary call whose context has no earlier
+// deadline, so a paused sidecar cannot block the caller (default
+// DefaultCallTimeout).
+func WithCallTimeout(d time.Duration) Option { return func(o *options) { o.callTimeout = d } }
+
+// WithHeartbeatInterval sets how often Watch asks the sidecar to repeat the
+// current state when nothing changes (default DefaultHeartbeatInterval). A
+// stream silent for twice that plus a second is taken as stuck and
+// reconnected.
+func WithHeartbeatInterval(d time.Duration) Option { return func(o *options) { o.heartbeat = d } }
+
+// WithReconnectBackoff sets the exponential backoff between reconnection
+// attempts (defaults DefaultMinBackoff, DefaultMaxBackoff).
+func WithReconnectBackoff(minDelay, maxDelay time.Duration) Option {
+	return func(o *options) { o.minBackoff, o.maxBackoff = minDelay, maxDelay }
+}
+
+// WithDialOptions adds gRPC dial options (interceptors, for example).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(o *options) { o.dialOptions = append(o.dialOptions, opts...) }
+}
+
+// ResolveAddr returns the gRPC address a Client without WithAddr uses:
+// $BATON_GRPC_ADDR if set, else DefaultGRPCAddr, normalized (":4041" means
+// 127.0.0.1:4041). It fails on an address that is not host:port or unix:PATH.
+func ResolveAddr() (string, error) {
+	if v := os.Getenv(EnvGRPCAddr); v != "" {
+		addr, err := normalizeAddr(v)
+		if err != nil {
+			return "", fmt.Errorf("baton: $%s: %w", EnvGRPCAddr, err)
+		}
+		return addr, nil
+	}
+	return DefaultGRPCAddr, nil
+}
+
+func normalizeAddr(addr string) (string, error) {
+	if strings.HasPrefix(addr, "unix:") {
+		return addr, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", fmt.Errorf("%q is not host:port, :port or unix:PATH", addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// New returns a Client of the sidecar at WithAddr, $BATON_GRPC_ADDR or
+// DefaultGRPCAddr. It does not connect yet: a missing sidecar shows as
+// ErrSidecarUnavailable on the first call, and the connection is re-made
+// with backoff whenever the sidecar restarts.
+func New(opts ...Option) (*Client, error) {
+	o := options{callTimeout: DefaultCallTimeout, heartbeat: DefaultHeartbeatInterval,
+		minBackoff: DefaultMinBackoff, maxBackoff: DefaultMaxBackoff}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	addr := o.addr
+	var err error
+	if addr == "" {
+		addr, err = ResolveAddr()
+	} else {
+		addr, err = normalizeAddr(addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	target := addr
+	if !strings.HasPrefix(addr, "unix:") {
+		target = "passthrough:///" + addr // an IP or a local name: no DNS round trip
+	}
+	dial := append([]grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()), // loopback only
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{BaseDelay: o.minBackoff, Multiplier: 1.6, Jitter: 0.2,
+				MaxDelay: o.maxBackoff},
+			MinConnectTimeout: o.callTimeout,
+		}),
+	}, o.dialOptions...)
+	conn, err := grpc.NewClient(target, dial...)
+	if err != nil {
+		return nil, fmt.Errorf("baton: %s: %w", addr, err)
+	}
+	return &Client{addr: addr, opts: o, conn: conn, api: batonv1.NewLeaderElectionClient(conn)}, nil
+}
+
+// Addr is the sidecar address this client uses.
+func (c *Client) Addr() string { return c.addr }
+
+// Close releases the connection. Calls in flight fail.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// callContext bounds a unary call by the call timeout unless ctx already
+// ends sooner.
+func (c *Client) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= c.opts.callTimeout {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.opts.callTimeout)
+}
+
+// wrap turns a transport failure into an *UnavailableError and leaves the
+// caller's own cancellation as it is.
+func (c *Client) wrap(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("baton: %w", ctx.Err())
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Unimplemented, codes.Canceled:
+		return &UnavailableError{Addr: c.addr, Err: err}
+	}
+	return fmt.Errorf("baton: %s: %w", c.addr, err)
+}
+
+// Leadership asks the sidecar for the current state. It fails fast with
+// ErrSidecarUnavailable when no sidecar answers; it never waits on the
+// Kubernetes API.
+func (c *Client) Leadership(ctx context.Context) (Leadership, error) {
+	cctx, cancel := c.callContext(ctx)
+	defer cancel()
+	sent := time.Now()
+	m, err := c.api.GetLeadership(cctx, &batonv1.GetLeadershipRequest{})
+	if err != nil {
+		return Leadership{}, c.wrap(ctx, err)
+	}
+	return fromProto(m, sent), nil
+}
+
+// IsLeader reports whether this pod leads right now. An error (no sidecar)
+// comes with false: treat it as "not leader".
+func (c *Client) IsLeader(ctx context.Context) (bool, error) {
+	l, err := c.Leadership(ctx)
+	return l.IsLeader, err
+}
+
+// RequireLeader returns the fencing token to tag a write with, if this pod
+// leads with at least minValidity of guaranteed leadership left (counted
+// from when the request was sent). Otherwise it returns a *NotLeaderError
+// (errors.Is(err, ErrNotLeader)), or ErrSidecarUnavailable.
+func (c *Client) RequireLeader(ctx context.Context, minValidity time.Duration) (int32, error) {
+	l, err := c.requireLeader(ctx, minValidity)
+	return l.FencingToken, err
+}
+
+func (c *Client) requireLeader(ctx context.Context, minValidity time.Duration) (Leadership, error) {
+	l, err := c.Leadership(ctx)
+	if err != nil {
+		return Leadership{}, err
+	}
+	remaining := l.Remaining()
+	if !l.IsLeader || remaining <= 0 || remaining < minValidity {
+		return Leadership{}, &NotLeaderError{Leadership: l, MinValidity: minValidity, Remaining: remaining}
+	}
+	return l, nil
+}
+
+// Fenced runs write with the fencing token if RequireLeader(ctx,
+// minValidity) allows it. write's context is cancelled when the guaranteed
+// leadership runs out, so a write that honours it cannot outlive it; the
+// store must still check the token (see Fence). It returns
+// RequireLeader's error or write's.
+func (c *Client) Fenced(ctx context.Context, minValidity time.Duration,
+	write func(ctx context.Context, token int32) error) error {
+	l, err := c.requireLeader(ctx, minValidity)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithDeadline(ctx, l.ValidUntil)
+	defer cancel()
+	return write(wctx, l.FencingToken)
+}
+
+// WaitUntilLeader blocks until this pod leads and returns that state. It
+// keeps waiting through sidecar restarts; it returns early only when ctx
+// ends (with ctx's error and, if any, the last connection error).
+func (c *Client) WaitUntilLeader(ctx context.Context) (Leadership, error) {
+	var lastErr error
+	for l, err := range c.Watch(ctx) {
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if l.IsLeader {
+			return l, nil
+		}
+	}
+	if lastErr != nil {
+		return Leadership{}, fmt.Errorf("baton: waiting for leadership: %w (last error: %v)", ctx.Err(), lastErr)
+	}
+	return Leadership{}, fmt.Errorf("baton: waiting for leadership: %w", ctx.Err())
+}
+
+// Resign asks the sidecar to step down now and release the Lease so another
+// pod takes over at once. When it returns nil this sidecar already answers
+// not-leader. wasLeader tells whether it led when asked. The sidecar goes on
+// campaigning and may lead again later.
+func (c *Client) Resign(ctx context.Context) (wasLeader bool, err error) {
+	cctx, cancel := c.callContext(ctx)
+	defer cancel()
+	r, err := c.api.Resign(cctx, &batonv1.ResignRequest{})
+	if err != nil {
+		return false, c.wrap(ctx, err)
+	}
+	return r.GetWasLeader(), nil
+}
+
+// errStalled is Watch's error for a stream that went silent.
+var errStalled = errors.New("no message from the sidecar within the heartbeat timeout")
