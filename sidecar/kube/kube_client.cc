@@ -1,0 +1,199 @@
+#include "sidecar/kube/kube_client.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "boost/beast/http/field.hpp"
+#include "boost/beast/http/verb.hpp"
+#include "boost/json/parse.hpp"
+#include "sidecar/kube/string_views.h"
+
+namespace baton::kube {
+namespace {
+
+namespace http = boost::beast::http;
+
+http::verb MethodOf(ApiVerb verb) {
+  switch (verb) {
+    case ApiVerb::kCreate:
+      return http::verb::post;
+    case ApiVerb::kUpdate:
+      return http::verb::put;
+    case ApiVerb::kGet:
+    case ApiVerb::kList:
+    case ApiVerb::kWatch:
+      return http::verb::get;
+  }
+  return http::verb::get;
+}
+
+std::string Describe(ApiVerb verb, absl::string_view path) {
+  return absl::StrCat(ToAbsl(http::to_string(MethodOf(verb))), " ", path);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config,
+                                                               KubeClientOptions options) {
+  HttpsClientOptions https;
+  https.host = config.host;
+  https.port = config.port;
+  https.tls_server_name = config.tls_server_name;
+  https.ca_pem = config.ca_pem;
+  https.client_cert_pem = config.client_cert_pem;
+  https.client_key_pem = config.client_key_pem;
+  https.max_body_bytes = options.max_response_bytes;
+  // Fails fast on a bad CA or client certificate; the pool creates its own.
+  if (absl::StatusOr<std::unique_ptr<HttpsClient>> probe = HttpsClient::Create(https);
+      !probe.ok()) {
+    return probe.status();
+  }
+  if (config.request_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("request timeout must be positive");
+  }
+  auto client = std::unique_ptr<KubeClient>(
+      new KubeClient(std::move(config), std::move(options), std::move(https)));
+  if (client->token_file_ != nullptr) {
+    if (absl::StatusOr<std::string> token = client->token_file_->Current(); !token.ok()) {
+      return token.status();
+    }
+  }
+  return client;
+}
+
+KubeClient::KubeClient(RestConfig config, KubeClientOptions options, HttpsClientOptions https)
+    : config_(std::move(config)), options_(std::move(options)), https_options_(std::move(https)) {
+  if (!config_.bearer_token_file.empty()) {
+    token_file_ = std::make_unique<TokenFile>(config_.bearer_token_file);
+  }
+}
+
+KubeClient::~KubeClient() = default;
+
+void KubeClient::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  for (HttpsClient* conn : in_use_) conn->Cancel();
+  idle_.clear();
+}
+
+std::unique_ptr<HttpsClient> KubeClient::Acquire() {
+  std::unique_ptr<HttpsClient> conn;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!idle_.empty()) {
+      conn = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (conn == nullptr) {
+    // Create validated these options already; only allocation can differ.
+    conn = *HttpsClient::Create(https_options_);
+  }
+  absl::MutexLock lock(&mu_);
+  if (cancelled_) conn->Cancel();
+  in_use_.push_back(conn.get());
+  return conn;
+}
+
+void KubeClient::Release(std::unique_ptr<HttpsClient> conn, int dials_before) {
+  dials_.fetch_add(conn->dial_count() - dials_before);
+  absl::MutexLock lock(&mu_);
+  in_use_.erase(std::find(in_use_.begin(), in_use_.end(), conn.get()));
+  if (!cancelled_ && static_cast<int>(idle_.size()) < options_.max_idle_connections) {
+    idle_.push_back(std::move(conn));
+  }
+}
+
+absl::StatusOr<HttpRequest> KubeClient::NewRequest(ApiVerb verb, absl::string_view path,
+                                                   std::string body) {
+  HttpRequest req(MethodOf(verb), absl::StrCat(config_.base_path, path), 11);
+  req.set(http::field::user_agent, config_.user_agent);
+  req.set(http::field::accept, "application/json");
+  std::string token = config_.bearer_token;
+  if (token_file_ != nullptr) {
+    absl::StatusOr<std::string> current = token_file_->Current();
+    if (!current.ok()) return current.status();
+    token = *std::move(current);
+  }
+  if (!token.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token));
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = std::move(body);
+  }
+  return req;
+}
+
+void KubeClient::Observe(ApiVerb verb, int http_code, absl::Time start) const {
+  if (!options_.observer) return;
+  const absl::string_view name = ApiVerbName(verb);
+  options_.observer(ToStd(name), http_code, absl::Now() - start);
+}
+
+absl::StatusOr<HttpResponse> KubeClient::Send(ApiVerb verb, absl::string_view path,
+                                              std::string body) {
+  const absl::Time start = absl::Now();
+  const Deadline deadline = DeadlineIn(config_.request_timeout);
+  absl::StatusOr<HttpRequest> req = NewRequest(verb, path, std::move(body));
+  if (!req.ok()) return req.status();
+  std::unique_ptr<HttpsClient> conn = Acquire();
+  const int dials_before = conn->dial_count();
+  absl::StatusOr<HttpResponse> response = conn->RoundTrip(*req, deadline);
+  Release(std::move(conn), dials_before);
+  Observe(verb, response.ok() ? response->result_int() : 0, start);
+  if (!response.ok()) {
+    return absl::Status(response.status().code(),
+                        absl::StrCat(Describe(verb, path), ": ", response.status().message()));
+  }
+  return response;
+}
+
+absl::StatusOr<boost::json::value> KubeClient::Call(ApiVerb verb, absl::string_view path,
+                                                    std::string body) {
+  absl::StatusOr<HttpResponse> response = Send(verb, path, std::move(body));
+  if (!response.ok()) return response.status();
+  const int code = response->result_int();
+  if (code < 200 || code >= 300) {
+    return StatusFromResponse(verb, Describe(verb, path), code, response->body(),
+                              ToAbsl((*response)[http::field::retry_after]));
+  }
+  boost::system::error_code ec;
+  boost::json::value value = boost::json::parse(response->body(), ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat(Describe(verb, path), ": malformed JSON in response: ", ec.message()));
+  }
+  return value;
+}
+
+absl::Status KubeClient::Watch(absl::string_view path, absl::Duration server_timeout,
+                               absl::FunctionRef<void()> on_open,
+                               absl::FunctionRef<absl::Status(absl::string_view)> on_data) {
+  const absl::Time start = absl::Now();
+  absl::StatusOr<HttpRequest> req = NewRequest(ApiVerb::kWatch, path, "");
+  if (!req.ok()) return req.status();
+  std::unique_ptr<HttpsClient> conn = Acquire();
+  const int dials_before = conn->dial_count();
+  bool opened = false;
+  absl::StatusOr<HttpResponse> response = conn->Stream(
+      *req, DeadlineIn(config_.request_timeout),
+      DeadlineIn(server_timeout + config_.request_timeout),
+      [&](const HttpResponse&) {
+        opened = true;
+        Observe(ApiVerb::kWatch, 200, start);
+        on_open();
+      },
+      on_data);
+  Release(std::move(conn), dials_before);
+  if (!opened) Observe(ApiVerb::kWatch, response.ok() ? response->result_int() : 0, start);
+  if (!response.ok()) {
+    return absl::Status(response.status().code(), absl::StrCat(Describe(ApiVerb::kWatch, path),
+                                                               ": ", response.status().message()));
+  }
+  return StatusFromResponse(ApiVerb::kWatch, Describe(ApiVerb::kWatch, path),
+                            response->result_int(), response->body(),
+                            ToAbsl((*response)[http::field::retry_after]));
+}
+
+}  // namespace baton::kube

@@ -1,0 +1,217 @@
+#include "sidecar/kube/lease_watcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "boost/json/parse.hpp"
+#include "boost/json/serialize.hpp"
+#include "sidecar/common/log.h"
+#include "sidecar/kube/api_errors.h"
+#include "sidecar/kube/lease_json.h"
+#include "sidecar/kube/string_views.h"
+
+namespace baton::kube {
+namespace {
+
+// A stream that ends sooner than this without error is treated like a
+// failure for pacing, so a server that closes watches at once is not spun on.
+constexpr absl::Duration kMinHealthyWatch = absl::Seconds(1);
+
+// A watch event's `object` when the type is ERROR: a metav1.Status.
+absl::Status ErrorEventStatus(const boost::json::value* object) {
+  int64_t code = 0;
+  std::string body;
+  if (object != nullptr && object->is_object()) {
+    if (const auto* c = object->get_object().if_contains("code"); c != nullptr && c->is_int64()) {
+      code = c->get_int64();
+    }
+    body = boost::json::serialize(*object);
+  }
+  if (code == 0) code = 500;
+  return StatusFromResponse(ApiVerb::kWatch, "watch ERROR event", static_cast<int>(code), body);
+}
+
+}  // namespace
+
+LeaseWatcher::LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, std::string name,
+                           RecordCallback on_record, StatusCallback on_status,
+                           LeaseWatcherOptions options)
+    : client_(std::move(client)),
+      ns_(std::move(ns)),
+      name_(std::move(name)),
+      on_record_(std::move(on_record)),
+      on_status_(std::move(on_status)),
+      options_(options) {}
+
+LeaseWatcher::~LeaseWatcher() { Stop(); }
+
+void LeaseWatcher::Start() {
+  thread_ = std::thread([this] { Run(); });
+}
+
+void LeaseWatcher::Stop() {
+  if (!stop_.HasBeenNotified()) stop_.Notify();
+  client_->Cancel();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool LeaseWatcher::Wait(absl::Duration d) { return !stop_.WaitForNotificationWithTimeout(d); }
+
+void LeaseWatcher::Deliver(std::optional<LeaseRecord> record) {
+  if (last_delivered_.has_value() && *last_delivered_ == record) return;
+  last_delivered_ = record;
+  if (on_record_) on_record_(record);
+}
+
+void LeaseWatcher::Report(const absl::Status& status) {
+  if (status.ok()) {
+    if (open_reported_) return;
+    open_reported_ = true;
+  } else {
+    open_reported_ = false;
+  }
+  if (on_status_) on_status_(status);
+}
+
+std::string LeaseWatcher::WatchPath(const std::string& rv) const {
+  absl::BitGen rng;
+  const absl::Duration timeout = options_.watch_timeout * absl::Uniform(rng, 1.0, 2.0);
+  std::string path = absl::StrCat(
+      LeasesPath(ns_), "?watch=1&fieldSelector=", UrlEncode(absl::StrCat("metadata.name=", name_)),
+      "&allowWatchBookmarks=true&timeoutSeconds=",
+      std::max<int64_t>(1, absl::ToInt64Seconds(timeout)));
+  if (!rv.empty()) absl::StrAppend(&path, "&resourceVersion=", UrlEncode(rv));
+  return path;
+}
+
+absl::StatusOr<std::string> LeaseWatcher::Resync() {
+  absl::StatusOr<boost::json::value> got = client_->Call(ApiVerb::kGet, LeasePath(ns_, name_));
+  if (absl::IsNotFound(got.status())) {
+    Deliver(std::nullopt);
+    return std::string();
+  }
+  if (!got.ok()) return got.status();
+  if (!got->is_object()) return absl::InternalError("GET Lease: the answer is not an object");
+  absl::StatusOr<LeaseRecord> record = LeaseRecordFromJson(got->get_object());
+  if (!record.ok()) return record.status();
+  std::string rv = record->resource_version;
+  Deliver(*std::move(record));
+  return rv;
+}
+
+absl::Status LeaseWatcher::HandleEvent(absl::string_view line, std::string& rv) {
+  boost::system::error_code ec;
+  boost::json::value event = boost::json::parse(ToBoost(line), ec);
+  const boost::json::object* obj = ec ? nullptr : event.if_object();
+  const boost::json::value* type = obj != nullptr ? obj->if_contains("type") : nullptr;
+  if (type == nullptr || !type->is_string()) {
+    return absl::InternalError("malformed watch event from the API server");
+  }
+  const boost::json::value* object = obj->if_contains("object");
+  if (*type == "ERROR") return ErrorEventStatus(object);
+  if (object == nullptr || !object->is_object()) {
+    return absl::InternalError(
+        absl::StrCat("watch event ", ToAbsl(type->get_string()), " has no object"));
+  }
+  const boost::json::object& lease = object->get_object();
+  if (*type == "BOOKMARK") {
+    rv = LeaseMetadataString(lease, "resourceVersion");
+    return absl::OkStatus();
+  }
+  if (*type == "DELETED") {
+    rv = LeaseMetadataString(lease, "resourceVersion");
+    Deliver(std::nullopt);
+    return absl::OkStatus();
+  }
+  if (*type == "ADDED" || *type == "MODIFIED") {
+    absl::StatusOr<LeaseRecord> record = LeaseRecordFromJson(lease);
+    if (!record.ok()) return record.status();
+    rv = record->resource_version;
+    Deliver(*std::move(record));
+    return absl::OkStatus();
+  }
+  spdlog::warn("event=watch_event_ignored lease={}/{} type={}", ns_, name_,
+               LogValue(ToStd(ToAbsl(type->get_string()))));
+  return absl::OkStatus();
+}
+
+absl::Status LeaseWatcher::WatchOnce(std::string& rv, bool& opened) {
+  const size_t max_event = client_->options().max_response_bytes;
+  std::string pending;
+  return client_->Watch(
+      WatchPath(rv), options_.watch_timeout * 2,
+      [&] {
+        opened = true;
+        Report(absl::OkStatus());
+      },
+      [&](absl::string_view data) -> absl::Status {
+        pending.append(data.data(), data.size());
+        size_t start = 0;
+        for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+          const absl::string_view line(pending.data() + start, nl - start);
+          if (line.find_first_not_of(" \r\t") == absl::string_view::npos) continue;
+          if (absl::Status s = HandleEvent(line, rv); !s.ok()) return s;
+        }
+        pending.erase(0, start);
+        if (pending.size() > max_event) {
+          return absl::InternalError(absl::StrCat("watch event larger than ", max_event, " bytes"));
+        }
+        return absl::OkStatus();
+      });
+}
+
+void LeaseWatcher::Run() {
+  absl::BitGen rng;
+  absl::Duration backoff = options_.min_backoff;
+  auto wait_after_failure = [&](const absl::Status& status) {
+    absl::Duration wait = backoff * absl::Uniform(rng, 0.5, 1.0);
+    if (absl::IsPermissionDenied(status) || absl::IsUnauthenticated(status)) {
+      wait = options_.max_backoff;
+    }
+    if (std::optional<absl::Duration> asked = RetryAfter(status)) wait = std::max(wait, *asked);
+    backoff = std::min(backoff * 2, options_.max_backoff);
+    return Wait(wait);
+  };
+
+  std::string rv;
+  bool synced = false;
+  while (!stop_.HasBeenNotified()) {
+    if (!synced) {
+      absl::StatusOr<std::string> start_rv = Resync();
+      if (stop_.HasBeenNotified()) break;
+      if (!start_rv.ok()) {
+        spdlog::warn("event=lease_read_failed lease={}/{} error={} next=retry", ns_, name_,
+                     LogValue(start_rv.status().ToString()));
+        Report(start_rv.status());
+        if (!wait_after_failure(start_rv.status())) break;
+        continue;
+      }
+      rv = *std::move(start_rv);
+      synced = true;
+    }
+
+    const absl::Time started = absl::Now();
+    bool opened = false;
+    absl::Status s = WatchOnce(rv, opened);
+    if (stop_.HasBeenNotified()) break;
+    if (opened) backoff = options_.min_backoff;
+    if (absl::IsFailedPrecondition(s)) {
+      spdlog::info("event=watch_expired lease={}/{} error={} next=reread", ns_, name_,
+                   LogValue(s.ToString()));
+      synced = false;
+      continue;
+    }
+    if (s.ok()) {
+      if (absl::Now() - started >= kMinHealthyWatch) continue;
+      s = absl::UnavailableError("watch ended at once");
+    }
+    spdlog::warn("event=watch_failed lease={}/{} error={} next=rewatch", ns_, name_,
+                 LogValue(s.ToString()));
+    Report(s);
+    if (!wait_after_failure(s)) break;
+  }
+}
+
+}  // namespace baton::kube

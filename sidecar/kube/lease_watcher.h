@@ -1,0 +1,105 @@
+// LeaseWatcher: follows one Lease through the API server's watch and tells
+// its owner every change, so followers notice a release or takeover at once
+// instead of polling.
+//
+// On its own thread it GETs the Lease, then watches it from that
+// resourceVersion (fieldSelector metadata.name, with bookmarks), reopening
+// the watch from the last resourceVersion seen whenever the server ends it
+// (every watch_timeout, jittered) or the connection fails (with jittered
+// exponential backoff, honouring Retry-After; an API-server restart is just
+// such a failure). When the server says the resourceVersion is too old (410
+// Gone / Expired, after etcd compaction), it re-GETs and watches afresh.
+//
+// Callbacks run on the watcher's thread, one at a time, never after Stop()
+// returns, and must not call Stop():
+//   on_record(record)   the Lease as it now is; nullopt when it does not
+//                       exist (deleted, or absent at the first GET). Called
+//                       only when the record differs from the last one given.
+//   on_status(status)   an attempt failed (codes as in api_errors.h; e.g.
+//                       PermissionDenied when the Role lacks `watch`, so the
+//                       owner can fall back to polling), or, with OkStatus(),
+//                       a watch is open again after start-up or a failure.
+//
+// Start/Stop are not thread-safe with each other; call them from one thread.
+#ifndef BATON_SIDECAR_KUBE_LEASE_WATCHER_H_
+#define BATON_SIDECAR_KUBE_LEASE_WATCHER_H_
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "sidecar/election/lease_record.h"
+#include "sidecar/kube/kube_client.h"
+
+namespace baton::kube {
+
+struct LeaseWatcherOptions {
+  // timeoutSeconds of one watch request; each is jittered up to twice this,
+  // as client-go does. An idle follower makes one request per period.
+  absl::Duration watch_timeout = absl::Minutes(5);
+  // Backoff between failed attempts: starts at min, doubles to max, jittered.
+  absl::Duration min_backoff = absl::Milliseconds(250);
+  absl::Duration max_backoff = absl::Seconds(10);
+};
+
+class LeaseWatcher {
+ public:
+  using RecordCallback = std::function<void(const std::optional<LeaseRecord>&)>;
+  using StatusCallback = std::function<void(const absl::Status&)>;
+
+  // Watches Lease `ns`/`name` through `client`, which the watcher owns: a
+  // watch holds its connection for minutes, so give it a client of its own.
+  LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, std::string name,
+               RecordCallback on_record, StatusCallback on_status,
+               LeaseWatcherOptions options = {});
+  LeaseWatcher(const LeaseWatcher&) = delete;
+  LeaseWatcher& operator=(const LeaseWatcher&) = delete;
+  // Stops the watcher.
+  ~LeaseWatcher();
+
+  // Starts the thread. Call once.
+  void Start();
+
+  // Cancels the request in flight and joins the thread; returns within
+  // milliseconds. Idempotent.
+  void Stop();
+
+ private:
+  void Run();
+  // GETs the Lease, delivers it, and returns the resourceVersion to watch
+  // from ("" when it does not exist: the watch then starts at the newest).
+  absl::StatusOr<std::string> Resync();
+  // One watch request from `rv`, advancing it with every event. OK when the
+  // server ends the stream; FailedPrecondition when `rv` has expired.
+  absl::Status WatchOnce(std::string& rv, bool& opened);
+  absl::Status HandleEvent(absl::string_view line, std::string& rv);
+  void Deliver(std::optional<LeaseRecord> record);
+  void Report(const absl::Status& status);
+  // Waits `d` unless stopped first; false if stopped.
+  bool Wait(absl::Duration d);
+  std::string WatchPath(const std::string& rv) const;
+
+  const std::unique_ptr<KubeClient> client_;
+  const std::string ns_;
+  const std::string name_;
+  const RecordCallback on_record_;
+  const StatusCallback on_status_;
+  const LeaseWatcherOptions options_;
+
+  absl::Notification stop_;
+  std::thread thread_;
+
+  // Used by the watcher thread only.
+  std::optional<std::optional<LeaseRecord>> last_delivered_;
+  bool open_reported_ = false;
+};
+
+}  // namespace baton::kube
+
+#endif  // BATON_SIDECAR_KUBE_LEASE_WATCHER_H_

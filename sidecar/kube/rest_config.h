@@ -1,0 +1,80 @@
+// RestConfig: where the API server is and how to authenticate to it, as a
+// plain value; and the in-cluster loader that builds one from the Pod's
+// ServiceAccount mount.
+//
+// A RestConfig always carries the cluster CA: baton never talks to an API
+// server whose certificate it has not verified. Load one with
+// LoadInClusterConfig() or LoadKubeconfig() (kubeconfig.h); both fail fast
+// with InvalidArgument / FailedPrecondition naming what is wrong.
+#ifndef BATON_SIDECAR_KUBE_REST_CONFIG_H_
+#define BATON_SIDECAR_KUBE_REST_CONFIG_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace baton::kube {
+
+struct RestConfig {
+  // API server address. `host` is a DNS name or an IP literal (IPv6 without
+  // brackets); `base_path` is a path prefix from the server URL, usually
+  // empty, never with a trailing slash.
+  std::string host;
+  std::string port = "443";
+  std::string base_path;
+  // Name the server certificate must carry (and the SNI sent, unless it is
+  // an IP address). Empty: `host`.
+  std::string tls_server_name;
+
+  // PEM bundle of the CA(s) that sign the API server certificate. Required.
+  std::string ca_pem;
+  // Optional client certificate (chain) and its key, both PEM.
+  std::string client_cert_pem;
+  std::string client_key_pem;
+
+  // Bearer token. When `bearer_token_file` is set, the token is read from it
+  // and re-read whenever it changes (bound ServiceAccount tokens rotate) and
+  // `bearer_token` is ignored, as client-go does.
+  std::string bearer_token;
+  std::string bearer_token_file;
+
+  // The namespace the configuration points at: the kubeconfig context's, or
+  // the Pod's own in-cluster. Empty if unknown. The sidecar's fallback for
+  // --lease-namespace.
+  std::string namespace_name;
+
+  // Deadline for each API request (dial, TLS, send, full response). A watch
+  // uses it for the response head and adds it to its timeoutSeconds.
+  absl::Duration request_timeout = absl::Seconds(10);
+
+  // Sent with every request; identifies baton in API-server logs and metrics.
+  std::string user_agent = DefaultUserAgent();
+
+  // `baton/<version> (linux/<arch>)`.
+  static std::string DefaultUserAgent();
+
+  // "https://host:port/base_path", host bracketed if IPv6. For messages.
+  std::string ServerUrl() const;
+};
+
+// The ServiceAccount mount every Pod gets.
+inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// Builds the in-cluster config: server from $KUBERNETES_SERVICE_HOST and
+// $KUBERNETES_SERVICE_PORT, CA from `<dir>/ca.crt`, token from `<dir>/token`
+// (re-read as it rotates), namespace from `<dir>/namespace` (optional).
+// FailedPrecondition when not in a cluster or the mount is incomplete. Reads
+// the environment and the files once; blocking file I/O.
+absl::StatusOr<RestConfig> LoadInClusterConfig(
+    absl::string_view service_account_dir = kServiceAccountDir);
+
+// Fills host, port and base_path of `config` from an `https://` URL.
+// InvalidArgument for other schemes (plain http is refused), user info,
+// queries, fragments or a bad port.
+absl::Status SetServerUrl(absl::string_view url, RestConfig& config);
+
+}  // namespace baton::kube
+
+#endif  // BATON_SIDECAR_KUBE_REST_CONFIG_H_

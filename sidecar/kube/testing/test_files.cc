@@ -1,0 +1,41 @@
+#include "sidecar/kube/testing/test_files.h"
+
+#include <stdlib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "gtest/gtest.h"
+
+namespace baton::kube::testing {
+
+std::string NewTempDir() {
+  std::string pattern = ::testing::TempDir() + "/kube_test_XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    std::perror("mkdtemp");
+    std::abort();
+  }
+  return pattern;
+}
+
+void WriteFile(const std::string& path, absl::string_view contents) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+  out.close();
+  if (!out) {
+    std::perror(path.c_str());
+    std::abort();
+  }
+}
+
+void ReplaceFile(const std::string& path, absl::string_view contents) {
+  const std::string tmp = path + ".tmp";
+  WriteFile(tmp, contents);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::perror("rename");
+    std::abort();
+  }
+}
+
+}  // namespace baton::kube::testing
