@@ -1,0 +1,38 @@
+"""What the sync and asyncio gRPC clients share: channel options and error
+translation."""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import duration_pb2
+
+from .errors import BatonError, SidecarUnavailableError
+from ._address import ENV_GRPC_ADDR
+from .v1 import leader_election_pb2 as pb
+
+# Codes that mean "no usable sidecar at this address".
+_UNAVAILABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.CANCELLED}
+
+
+def channel_options(min_backoff: float, max_backoff: float) -> list:
+    """Reconnect quickly when the sidecar restarts (gRPC's default backoff
+    grows to two minutes)."""
+    return [("grpc.initial_reconnect_backoff_ms", int(min_backoff * 1000)),
+            ("grpc.min_reconnect_backoff_ms", int(min_backoff * 1000)),
+            ("grpc.max_reconnect_backoff_ms", int(max_backoff * 1000))]
+
+
+def translate(addr: str, err: grpc.RpcError) -> BatonError:
+    """The BatonError for a failed call."""
+    code = err.code() if hasattr(err, "code") else None
+    if code in _UNAVAILABLE:
+        return SidecarUnavailableError(addr, f"{code.name}: {err.details()}", ENV_GRPC_ADDR)
+    return BatonError(f"{addr}: {err}")
+
+
+def watch_request(heartbeat_interval: float) -> pb.WatchLeadershipRequest:
+    """A WatchLeadership request asking for heartbeats."""
+    d = duration_pb2.Duration()
+    d.FromNanoseconds(int(heartbeat_interval * 1e9))
+    return pb.WatchLeadershipRequest(heartbeat_interval=d)

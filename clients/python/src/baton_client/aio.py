@@ -1,0 +1,154 @@
+"""AsyncClient: the sidecar's gRPC API for asyncio (grpc.aio). Needs the
+``grpc`` extra (``pip install "baton-client[grpc]"``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import AsyncIterator, Optional
+
+import grpc
+
+from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
+from ._grpc_common import channel_options, translate, watch_request
+from .errors import BatonError, SidecarUnavailableError
+from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, check_leader,
+                         from_proto)
+from .v1 import leader_election_pb2 as pb
+from .v1 import leader_election_pb2_grpc as pb_grpc
+
+
+class AsyncClient:
+    """Client of one sidecar's gRPC API for asyncio; the same calls as
+    :class:`baton_client.Client`, as coroutines, and ``watch()`` as an async
+    iterator. Create it inside the running event loop; close it with
+    ``await client.close()`` or ``async with``. Arguments as for Client.
+    """
+
+    def __init__(self, addr: Optional[str] = None, *, call_timeout: float = 2.0,
+                 heartbeat_interval: float = 1.0, min_backoff: float = 0.1,
+                 max_backoff: float = 2.0) -> None:
+        self.addr = resolve(addr, ENV_GRPC_ADDR, DEFAULT_GRPC_ADDR, allow_unix=True)
+        self.call_timeout = call_timeout
+        self.heartbeat_interval = heartbeat_interval
+        self._min_backoff, self._max_backoff = min_backoff, max_backoff
+        self._channel = grpc.aio.insecure_channel(
+            self.addr, options=channel_options(min_backoff, max_backoff))
+        self._stub = pb_grpc.LeaderElectionStub(self._channel)
+
+    async def close(self) -> None:
+        """Closes the channel; calls and watches in flight fail."""
+        await self._channel.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def leadership(self, timeout: Optional[float] = None) -> Leadership:
+        """The current state. Raises SidecarUnavailableError if no sidecar
+        answers within ``timeout`` (default: call_timeout)."""
+        sent = time.monotonic()
+        try:
+            msg = await self._stub.GetLeadership(pb.GetLeadershipRequest(),
+                                                 timeout=timeout or self.call_timeout)
+        except grpc.RpcError as e:
+            raise translate(self.addr, e) from e
+        return from_proto(msg, sent)
+
+    async def is_leader(self) -> bool:
+        """Whether this pod leads right now (see Client.is_leader)."""
+        return (await self.leadership()).is_leader
+
+    async def require_leader(self, min_validity: float = 0.0,
+                             timeout: Optional[float] = None) -> int:
+        """The fencing token, if this pod leads with at least
+        ``min_validity`` seconds left (see Client.require_leader)."""
+        return check_leader(await self.leadership(timeout), min_validity)
+
+    async def resign(self) -> bool:
+        """Steps down now and releases the Lease (see Client.resign)."""
+        try:
+            resp = await self._stub.Resign(pb.ResignRequest(), timeout=self.call_timeout)
+        except grpc.RpcError as e:
+            raise translate(self.addr, e) from e
+        return resp.was_leader
+
+    async def watch(self) -> AsyncIterator[Leadership]:
+        """``async for state in client.watch():`` the current state, then
+        each change, with the same guarantees as Client.watch: a guarantee
+        that runs out turns the state follower, and an unreachable sidecar
+        yields ``Leadership(error=...)`` while it reconnects with backoff.
+        Ends when the loop breaks or its task is cancelled."""
+        backoff = Backoff(self._min_backoff, self._max_backoff)
+        while True:
+            connected = False
+            try:
+                async for state in self._watch_stream():
+                    connected = True
+                    yield state
+            except BatonError as e:
+                if connected:
+                    backoff.reset()
+                yield Leadership(error=e)
+            await asyncio.sleep(backoff.next())
+
+    async def _watch_stream(self) -> AsyncIterator[Leadership]:
+        """One WatchLeadership stream; raises SidecarUnavailableError when it
+        ends, fails or stalls."""
+        call = self._stub.WatchLeadership(watch_request(self.heartbeat_interval))
+        tracker = WatchTracker(stall_timeout=2 * self.heartbeat_interval + 1)
+        pending: Optional[asyncio.Task] = None
+        try:
+            while True:
+                if pending is None:
+                    pending = asyncio.ensure_future(call.read())
+                done, _ = await asyncio.wait({pending}, timeout=tracker.timeout())
+                if not done:
+                    try:
+                        expired = tracker.due()
+                    except StreamStalled as e:
+                        raise SidecarUnavailableError(self.addr, e, ENV_GRPC_ADDR) from None
+                    if expired is not None:
+                        yield expired
+                    continue
+                task, pending = pending, None
+                try:
+                    msg = task.result()
+                except grpc.RpcError as e:
+                    raise translate(self.addr, e) from e
+                if msg is grpc.aio.EOF:
+                    raise SidecarUnavailableError(
+                        self.addr, "the sidecar ended the stream (shutting down)", ENV_GRPC_ADDR)
+                news = tracker.received(from_proto(msg.leadership, time.monotonic()))
+                if news is not None:
+                    yield news
+        finally:
+            if pending is not None:
+                pending.cancel()
+            call.cancel()
+
+    async def wait_until_leader(self, timeout: Optional[float] = None) -> Leadership:
+        """Waits until this pod leads and returns that state, through sidecar
+        restarts; raises TimeoutError after ``timeout`` seconds."""
+        last_error: Optional[Exception] = None
+
+        async def first_leader() -> Leadership:
+            nonlocal last_error
+            states = self.watch()
+            try:
+                async for state in states:
+                    if state.error is not None:
+                        last_error = state.error
+                    elif state.is_leader:
+                        return state
+            finally:
+                await states.aclose()
+            raise AssertionError("watch ended")  # it never does
+
+        try:
+            return await asyncio.wait_for(first_leader(), timeout)
+        except asyncio.TimeoutError:
+            suffix = f" (last error: {last_error})" if last_error else ""
+            raise TimeoutError(f"not leader after {timeout:g}s{suffix}") from None

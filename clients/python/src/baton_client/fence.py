@@ -1,0 +1,71 @@
+"""Fencing: the store side (Fence) and how a write carries its token.
+
+The pattern:
+
+1. Right before each write, the writer calls ``require_leader(d)`` with ``d``
+   the seconds the write needs; it raises NotLeaderError on a follower.
+2. The writer sends the token with the write: a field of the request, or the
+   ``Baton-Fencing-Token`` HTTP header (:func:`token_headers`).
+3. The store keeps the highest token it has admitted and refuses a lower one,
+   atomically with the write (:class:`Fence`).
+
+Step 3 is what makes it safe: a deposed leader may not know yet that it was
+deposed, and its write may already be on its way.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, Mapping, Optional
+
+from .errors import StaleTokenError
+
+#: The HTTP header that carries a fencing token with a write.
+TOKEN_HEADER = "Baton-Fencing-Token"
+
+
+def token_headers(token: int) -> Dict[str, str]:
+    """The headers that tag an HTTP write with ``token``."""
+    return {TOKEN_HEADER: str(int(token))}
+
+
+def token_from_headers(headers: Mapping[str, str]) -> int:
+    """Reads the token :func:`token_headers` wrote (header names compared
+    case-insensitively). Raises ValueError if it is missing or not a
+    non-negative 32-bit integer."""
+    value = next((v for k, v in headers.items() if k.lower() == TOKEN_HEADER.lower()), None)
+    if value is None:
+        raise ValueError(f"missing {TOKEN_HEADER} header")
+    if not value.isdigit() or int(value) > 2**31 - 1:
+        raise ValueError(f"{TOKEN_HEADER} {value!r} is not a fencing token")
+    return int(value)
+
+
+class Fence:
+    """The store side of fencing for one Lease: remembers the highest token
+    admitted and refuses lower ones; equal tokens are admitted (the same
+    leader writing again). Thread-safe.
+
+    :meth:`admit` must be atomic with the write it guards: hold the store's
+    own lock or transaction across both. A store that persists its data
+    should persist :attr:`highest` with it and pass it back as ``highest``
+    after a restart.
+    """
+
+    def __init__(self, highest: Optional[int] = None) -> None:
+        self._lock = threading.Lock()
+        self._highest = highest
+
+    def admit(self, token: int) -> None:
+        """Records ``token``, or raises StaleTokenError (recording nothing) if
+        a higher one was admitted before."""
+        with self._lock:
+            if self._highest is not None and token < self._highest:
+                raise StaleTokenError(token, self._highest)
+            self._highest = token
+
+    @property
+    def highest(self) -> Optional[int]:
+        """The highest admitted token; None before the first."""
+        with self._lock:
+            return self._highest

@@ -1,0 +1,103 @@
+"""HttpClient: the sidecar's HTTP API with nothing but the standard library
+(urllib), for the simplest applications. It has no stream, so its watch
+polls; use the gRPC Client when changes must arrive at once."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Iterator, Optional
+
+from ._address import DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolve
+from .errors import BatonError, SidecarUnavailableError
+from .leadership import (Backoff, Leadership, WatchTracker, check_leader, from_json,
+                         sleep_unless_stopped, wait_for_leader)
+
+
+class HttpClient:
+    """Client of one sidecar's HTTP API. Thread-safe; holds no connection.
+
+    Args:
+        addr: ``host:port``; default ``$BATON_HTTP_ADDR``, else 127.0.0.1:4040.
+        timeout: seconds each request may take, so a paused sidecar cannot
+            block the caller.
+    """
+
+    def __init__(self, addr: Optional[str] = None, *, timeout: float = 2.0) -> None:
+        self.addr = resolve(addr, ENV_HTTP_ADDR, DEFAULT_HTTP_ADDR, allow_unix=False)
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str) -> tuple:
+        """Returns (JSON body, time.monotonic() when the request was sent)."""
+        req = urllib.request.Request(f"http://{self.addr}{path}", method=method)
+        sent = time.monotonic()
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.load(resp), sent
+        except urllib.error.HTTPError as e:
+            reason = e.read(512).decode("utf-8", "replace").strip()
+            raise BatonError(f"{method} {path}: HTTP {e.code}: {reason}") from e
+        except (OSError, ValueError) as e:  # refused, reset, timeout, bad JSON
+            raise SidecarUnavailableError(self.addr, e, ENV_HTTP_ADDR) from e
+
+    def leadership(self) -> Leadership:
+        """The current state (GET /leader). Raises SidecarUnavailableError if
+        no sidecar answers."""
+        body, sent = self._request("GET", "/leader")
+        return from_json(body, sent)
+
+    def is_leader(self) -> bool:
+        """Whether this pod leads right now. Raises SidecarUnavailableError
+        if no sidecar answers: treat that as "not leader"."""
+        return self.leadership().is_leader
+
+    def require_leader(self, min_validity: float = 0.0) -> int:
+        """The fencing token to tag a write with, if this pod leads with at
+        least ``min_validity`` seconds left (counted from when the request
+        was sent). Raises NotLeaderError or SidecarUnavailableError."""
+        return check_leader(self.leadership(), min_validity)
+
+    def resign(self) -> bool:
+        """Steps down now and releases the Lease (POST /resign). Returns
+        whether this pod was leader. The sidecar keeps campaigning."""
+        body, _ = self._request("POST", "/resign")
+        return bool(body.get("wasLeader", False))
+
+    def watch(self, *, poll_interval: float = 0.2, stop: Optional[threading.Event] = None,
+              min_backoff: float = 0.1, max_backoff: float = 2.0) -> Iterator[Leadership]:
+        """Polls GET /leader and yields the current state, then each change
+        (leader, holder, token, stepping down, observed), until ``stop`` is
+        set or the loop breaks. A leader's state turns follower when its
+        guarantee runs out between polls. While no sidecar answers it yields
+        ``Leadership(error=...)`` and retries with backoff."""
+        backoff = Backoff(min_backoff, max_backoff)
+        tracker = WatchTracker(stall_timeout=float("inf"))
+        while not (stop and stop.is_set()):
+            try:
+                news = tracker.received(self.leadership())
+                backoff.reset()
+            except SidecarUnavailableError as e:
+                tracker = WatchTracker(stall_timeout=float("inf"))
+                yield Leadership(error=e)
+                sleep_unless_stopped(backoff.next(), stop)
+                continue
+            if news is not None:
+                yield news
+            wake = time.monotonic() + poll_interval
+            while not (stop and stop.is_set()) and time.monotonic() < wake:
+                sleep_unless_stopped(min(tracker.timeout(), wake - time.monotonic()), stop)
+                expired = tracker.due()
+                if expired is not None:
+                    yield expired
+
+    def wait_until_leader(self, timeout: Optional[float] = None, *,
+                          poll_interval: float = 0.2) -> Leadership:
+        """Blocks until this pod leads and returns that state. Keeps waiting
+        through sidecar restarts; raises TimeoutError after ``timeout``
+        seconds (None: wait forever)."""
+        return wait_for_leader(
+            lambda stop: self.watch(poll_interval=poll_interval, stop=stop), timeout)
+

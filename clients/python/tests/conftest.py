@@ -1,0 +1,52 @@
+"""The shared sidecar fixture (clients/testing/sidecars): tests that take
+``settled`` run against the real sidecars named by $BATON_SIDECARS, and are
+skipped without it."""
+
+import json
+import os
+import signal
+import time
+from typing import Any, Dict, Tuple
+
+import pytest
+
+from baton_client import BatonError, HttpClient
+
+
+def read_fixture() -> Dict[str, Any]:
+    with open(os.environ["BATON_SIDECARS"]) as f:
+        return json.load(f)
+
+
+def send(sidecar: Dict[str, Any], sig: signal.Signals) -> None:
+    assert sidecar["pid"], f"sidecar {sidecar['index']} is not running"
+    os.kill(sidecar["pid"], sig)
+
+
+def wait_settled(timeout: float = 20.0) -> Tuple[Dict[str, Any], int]:
+    """Waits until every sidecar runs and answers and exactly one leads;
+    returns the fixture and the leader's index."""
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        fx = read_fixture()
+        try:
+            states = [HttpClient(s["http"], timeout=0.5).leadership() for s in fx["sidecars"]]
+            if all(st.identity == s["identity"] for st, s in zip(states, fx["sidecars"])):
+                leaders = [i for i, st in enumerate(states) if st.is_leader]
+                if len(leaders) == 1:
+                    return fx, leaders[0]
+                last = f"leaders: {leaders}"
+            else:
+                last = "a sidecar is restarting"
+        except (BatonError, TypeError) as e:
+            last = str(e)
+        time.sleep(0.1)
+    raise AssertionError(f"sidecars did not settle in {timeout}s: {last}")
+
+
+@pytest.fixture
+def settled() -> Tuple[Dict[str, Any], int]:
+    if not os.environ.get("BATON_SIDECARS"):
+        pytest.skip("BATON_SIDECARS is not set (clients/test starts the sidecars)")
+    return wait_settled()

@@ -1,0 +1,184 @@
+"""Against real baton sidecars on a real control plane (see conftest.py).
+The sidecars are shared, so these tests run one at a time, each from a
+settled election."""
+
+import asyncio
+import queue
+import signal
+import threading
+import time
+
+import pytest
+
+from baton_client import (AsyncClient, Client, HttpClient, NotLeaderError,
+                          SidecarUnavailableError)
+from conftest import read_fixture, send, wait_settled
+
+FAST = dict(heartbeat_interval=0.3, min_backoff=0.05, max_backoff=0.5)
+
+
+def test_leadership_read_over_grpc_and_http(settled):
+    fx, li = settled
+    leader = fx["sidecars"][li]
+    with Client(leader["grpc"], **FAST) as c:
+        state = c.leadership()
+        assert state.is_leader and state.identity == leader["identity"] == state.holder_identity
+        assert 0 < state.remaining() <= fx["renewDeadline"] and state.observed
+        assert state.lease_name == fx["leaseName"] and state.lease_namespace == fx["namespace"]
+        assert state.acquire_time is not None and state.lease_duration == fx["leaseDuration"]
+        assert c.is_leader()
+        assert c.require_leader(0.5) == state.fencing_token
+        with pytest.raises(NotLeaderError, match="only"):
+            c.require_leader(fx["renewDeadline"] + 1)
+    http = HttpClient(leader["http"])
+    assert http.require_leader(0.5) == state.fencing_token
+    for i, s in enumerate(fx["sidecars"]):
+        if i == li:
+            continue
+        with Client(s["grpc"], **FAST) as c:
+            follower = c.leadership()
+            assert not follower.is_leader and follower.remaining() == 0
+            assert follower.holder_identity == leader["identity"]
+            assert follower.fencing_token == state.fencing_token
+            with pytest.raises(NotLeaderError, match=f"held by {leader['identity']}"):
+                c.require_leader()
+        with pytest.raises(NotLeaderError):
+            HttpClient(s["http"]).require_leader()
+
+
+def test_async_watch_sees_a_handover_with_a_higher_token(settled):
+    fx, li = settled
+
+    async def scenario():
+        clients = [AsyncClient(s["grpc"], **FAST) for s in fx["sidecars"]]
+        events: asyncio.Queue = asyncio.Queue()
+
+        async def follow(i, c):
+            async for state in c.watch():
+                await events.put((i, state))
+
+        tasks = [asyncio.ensure_future(follow(i, c)) for i, c in enumerate(clients)]
+        try:
+            before = await clients[li].leadership()
+            first = {}
+            while len(first) < len(clients):
+                i, state = await asyncio.wait_for(events.get(), 10)
+                assert state.error is None and state.is_leader == (i == li)
+                first[i] = state
+            send(fx["sidecars"][li], signal.SIGTERM)  # releases the Lease
+            while True:
+                i, state = await asyncio.wait_for(events.get(), 10)
+                if i != li and state.is_leader:
+                    assert state.fencing_token > before.fencing_token
+                    return
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for c in clients:
+                await c.close()
+
+    asyncio.run(scenario())
+
+
+def test_http_resign_hands_over(settled):
+    fx, li = settled
+    http = HttpClient(fx["sidecars"][li]["http"])
+    token = http.require_leader()
+    assert http.resign() is True
+    assert not http.is_leader()
+    fx2, li2 = wait_settled()
+    assert li2 != li
+    assert HttpClient(fx2["sidecars"][li2]["http"]).require_leader() > token
+
+
+def test_require_leader_fails_after_the_leader_is_paused_past_its_validity(settled):
+    fx, li = settled
+    s = fx["sidecars"][li]
+    with Client(s["grpc"], call_timeout=20, **FAST) as c:
+        token = c.require_leader()
+        stop = threading.Event()
+        states: "queue.Queue" = queue.Queue()
+
+        def follow():
+            for state in c.watch(stop):
+                states.put(state)
+
+        watcher = threading.Thread(target=follow, daemon=True)
+        watcher.start()
+        assert states.get(timeout=5).is_leader
+        send(s, signal.SIGSTOP)
+        try:
+            paused = time.monotonic()
+            # The watch gives up leadership by the clock alone.
+            state = states.get(timeout=fx["renewDeadline"] + 1)
+            assert not state.is_leader and state.error is None
+            assert time.monotonic() - paused <= fx["renewDeadline"] + 0.3
+            answer: "queue.Queue" = queue.Queue()
+            asker = threading.Thread(target=lambda: answer.put(_require(c)), daemon=True)
+            asker.start()  # asked while paused, answered when it wakes
+            time.sleep(fx["leaseDuration"] + 1)
+        finally:
+            send(s, signal.SIGCONT)
+        assert isinstance(answer.get(timeout=10), NotLeaderError)
+        with pytest.raises(NotLeaderError):
+            c.require_leader()
+        stop.set()
+        watcher.join(5)
+    fx2, li2 = wait_settled()
+    assert li2 != li
+    assert HttpClient(fx2["sidecars"][li2]["http"]).require_leader() > token
+
+
+def _require(c):
+    try:
+        return c.require_leader()
+    except Exception as e:  # the test inspects it
+        return e
+
+
+def test_wait_until_leader_returns_when_this_pod_takes_over(settled):
+    fx, li = settled
+    want = (li + 1) % len(fx["sidecars"])
+    http = HttpClient(fx["sidecars"][want]["http"])
+    with pytest.raises(TimeoutError):
+        http.wait_until_leader(timeout=0.5)
+    others = [s for i, s in enumerate(fx["sidecars"]) if i != want]
+    for s in others:
+        send(s, signal.SIGSTOP)
+    try:
+        state = http.wait_until_leader(timeout=15)
+    finally:
+        for s in others:
+            send(s, signal.SIGCONT)
+    assert state.is_leader and state.identity == fx["sidecars"][want]["identity"]
+
+
+def test_sync_watch_reconnects_after_the_sidecar_restarts(settled):
+    fx, li = settled
+    s = fx["sidecars"][li]
+    stop = threading.Event()
+    with Client(s["grpc"], **FAST) as c:
+        states = c.watch(stop)
+        first = next(states)
+        assert first.is_leader and first.identity == s["identity"]
+        send(s, signal.SIGKILL)
+        saw_outage = False
+        deadline = time.monotonic() + 20
+        for state in states:
+            assert time.monotonic() < deadline, "the watch never reconnected"
+            if state.error is not None:
+                assert isinstance(state.error, SidecarUnavailableError)
+                assert not state.is_leader
+                if not saw_outage:
+                    with pytest.raises(SidecarUnavailableError):
+                        c.leadership()
+                saw_outage = True
+                continue
+            assert not (state.is_leader and state.identity == s["identity"])
+            if state.identity != s["identity"]:
+                break
+        states.close()
+        assert saw_outage
+        assert state.identity == read_fixture()["sidecars"][li]["identity"]
+        assert c.leadership().identity == state.identity
