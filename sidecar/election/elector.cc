@@ -1,0 +1,427 @@
+#include "sidecar/election/elector.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "sidecar/common/log.h"
+
+namespace baton {
+namespace {
+
+std::function<double()> DefaultJitter() {
+  // std::function must be copyable; the generator is shared by the copies.
+  auto gen = std::make_shared<absl::BitGen>();
+  return [gen] { return absl::Uniform(absl::IntervalClosedClosed, *gen, 0.0, 1.0); };
+}
+
+std::string Fmt(absl::Duration d) { return absl::FormatDuration(d); }
+
+// The API server answered, even if the answer was "no": it is reachable, and
+// the answer tells the elector something about the Lease.
+bool Answered(const absl::Status& status) {
+  return status.ok() || absl::IsNotFound(status) || absl::IsAlreadyExists(status) ||
+         absl::IsAborted(status);
+}
+
+}  // namespace
+
+Elector::Elector(Options options, Clock* clock, LeaseStore* store)
+    : options_(std::move(options)),
+      clock_(clock),
+      store_(store),
+      jitter_(options_.jitter ? options_.jitter : DefaultJitter()),
+      lease_ref_(absl::StrCat(options_.lease_namespace, "/", options_.lease_name)) {}
+
+MonoTime Elector::Step() {
+  MonoTime now = clock_->Monotonic();
+
+  // 0. Leadership ended at leader_until_ whether or not anyone noticed
+  //    (Snapshot().IsLeader already says so); make it official before any I/O.
+  if (holding_ && now >= leader_until_) StopHolding("lost", "renew_deadline_passed");
+
+  // 1. Leader fast path: renew the cached record. Only a conflict (the Lease
+  //    changed: another writer, or our own earlier write that landed although
+  //    it reported failure) or its deletion calls for the read below; other
+  //    errors leave the leader leading until leader_until_, and it retries.
+  if (holding_) {
+    LeaseRecord next = *record_;
+    next.renew_time = WallNow();
+    const absl::Status renewed = WriteAsHolder(Write::kRenew, next);
+    if (!absl::IsAborted(renewed) && !absl::IsNotFound(renewed)) {
+      return Schedule(clock_->Monotonic(), renewed.ok());
+    }
+  }
+
+  // 2. Read the Lease; create it if it does not exist.
+  const absl::StatusOr<LeaseRecord> read = store_->Get();
+  now = clock_->Monotonic();
+  NoteApiResult(read.status(), "get", now);
+  if (!read.ok() && !absl::IsNotFound(read.status())) return Schedule(now, false);
+  Note(read.ok() ? std::optional<LeaseRecord>(*read) : std::nullopt, now);
+  if (!record_) {
+    if (ActAt(now) > now) return Schedule(now, true);  // resigned: let others have it
+    LeaseRecord fresh;
+    fresh.holder_identity = options_.identity;
+    fresh.lease_duration_seconds = WrittenDurationSeconds();
+    fresh.acquire_time = fresh.renew_time = WallNow();
+    if (highest_transitions_) {
+      fresh.lease_transitions = *highest_transitions_ + 1;
+      spdlog::info(
+          "event=recreating_lease lease={} token={} highest_seen={} next=\"create it with a "
+          "token above every one seen, so fencing tokens keep increasing\"",
+          lease_ref_, fresh.lease_transitions, *highest_transitions_);
+    }
+    absl::Status created = WriteAsHolder(Write::kCreate, fresh);
+    if (absl::IsAlreadyExists(created)) created = ReadAfterConflict();
+    return Schedule(clock_->Monotonic(), created.ok());
+  }
+
+  // 3. Someone else holds it and, as this candidate has observed it, it has
+  //    not expired (or we resigned it and are letting others have it): follow.
+  if (ActAt(now) > now) return Schedule(now, true);
+
+  // 4. Take it. Our own term (still holding, or resuming one that a failed
+  //    renew left in place) is renewed as it is; a free or expired Lease is
+  //    taken over with the next token. Conflict: someone else won; re-read.
+  LeaseRecord next = *record_;
+  Write kind = Write::kRenew;
+  next.renew_time = WallNow();
+  if (!IsOurs(next)) {
+    kind = Write::kTakeOver;
+    next.holder_identity = options_.identity;
+    next.lease_duration_seconds = WrittenDurationSeconds();
+    next.acquire_time = next.renew_time;
+    // highest_transitions_ includes this record's; it is higher only if the
+    // Lease was recreated with a lower count since we last saw it.
+    next.lease_transitions = *highest_transitions_ + 1;
+  }
+  absl::Status written = WriteAsHolder(kind, next);
+  if (absl::IsAborted(written) || absl::IsNotFound(written)) written = ReadAfterConflict();
+  return Schedule(clock_->Monotonic(), written.ok());
+}
+
+MonoTime Elector::Observe(const std::optional<LeaseRecord>& record) {
+  const MonoTime now = clock_->Monotonic();
+  last_api_contact_ = now;
+  // A watch event for the version our last write replaced arrived late; what
+  // we wrote is newer.
+  if (record && !replaced_resource_version_.empty() &&
+      record->resource_version == replaced_resource_version_) {
+    return next_step_;
+  }
+  Note(record, now);
+  if (!holding_) next_step_ = watch_available_ ? ActAt(now) : std::min(next_step_, ActAt(now));
+  return next_step_;
+}
+
+MonoTime Elector::SetWatchAvailable(bool available) {
+  const MonoTime now = clock_->Monotonic();
+  if (available != watch_available_) {
+    spdlog::info("event={} lease={} next=\"{}\"", available ? "watch_started" : "watch_unavailable",
+                 lease_ref_,
+                 available ? "follow the watch; act at the observed expiry"
+                           : absl::StrCat("poll every ~", Fmt(options_.retry_period)));
+  }
+  watch_available_ = available;
+  if (!holding_ && observed_) {
+    next_step_ = available ? ActAt(now) : std::min(next_step_, now + JitteredRetryPeriod());
+  }
+  return next_step_;
+}
+
+void Elector::BeginStepDown() { stepping_down_ = true; }
+
+void Elector::Release() {
+  BeginStepDown();
+  if (holding_) StopHolding("stepped_down", "shutdown");
+  if (!options_.release_on_shutdown) {
+    if (term_) {
+      spdlog::info(
+          "event=release_skipped lease={} reason=release_on_shutdown_disabled next=\"exit; others "
+          "take the Lease over when it expires\"",
+          lease_ref_);
+    }
+    return;
+  }
+  // Even when not holding: a renew that failed may have left our term in
+  // place, and handing it over now beats letting it expire. The fresh read in
+  // ReleaseIfOurs keeps this from touching anyone else's Lease.
+  if (term_) ReleaseIfOurs("shutdown");
+}
+
+MonoTime Elector::Resign() {
+  if (!holding_) {
+    stepping_down_ = false;
+    spdlog::info("event=resign_ignored lease={} reason=not_holding next=\"{}\"", lease_ref_,
+                 NextAction(clock_->Monotonic()));
+    return next_step_;
+  }
+  BeginStepDown();
+  StopHolding("stepped_down", "resign");
+  ReleaseIfOurs("resign");
+  stepping_down_ = false;
+  const MonoTime now = clock_->Monotonic();
+  // Without this, the next Step would find the Lease free and take it straight
+  // back, so resigning would hand over nothing.
+  resign_hold_off_until_ = now + options_.lease_duration;
+  const MonoTime next = Schedule(now, true);
+  spdlog::info(
+      "event=resigned lease={} next=\"campaign again once another holder has acquired the "
+      "Lease or after {}\"",
+      lease_ref_, Fmt(options_.lease_duration));
+  return next;
+}
+
+Leadership Elector::Snapshot() const {
+  Leadership l;
+  l.identity = options_.identity;
+  l.lease_name = options_.lease_name;
+  l.lease_namespace = options_.lease_namespace;
+  l.observed = observed_;
+  l.holding = holding_;
+  l.stepping_down = stepping_down_;
+  if (holding_) {
+    l.leader_until = leader_until_;
+    l.fencing_token = term_->lease_transitions;
+  }
+  if (record_) {
+    l.lease_uid = record_->uid;
+    l.holder_identity = record_->holder_identity;
+    if (!holding_) l.fencing_token = record_->lease_transitions;
+    l.acquire_time = record_->acquire_time;
+    l.renew_time = record_->renew_time;
+    l.lease_duration_seconds = record_->lease_duration_seconds;
+  }
+  return l;
+}
+
+ElectionHealth Elector::Health() const { return {last_api_contact_, next_step_}; }
+
+MonoTime Elector::Schedule(MonoTime now, bool api_answered) {
+  const absl::Duration period = JitteredRetryPeriod();
+  if (holding_) {
+    // Never later than leader_until_: a leader whose renews keep failing must
+    // run at that instant to step down and publish it.
+    next_step_ = std::min(now + period, leader_until_);
+  } else if (!api_answered) {
+    next_step_ = now + period;
+  } else {
+    MonoTime act = ActAt(now);
+    if (!watch_available_) act = std::min(act, now + period);
+    // If this step left the Lease open to us (e.g. it lost a race for a free
+    // one), wait a period rather than spin on it.
+    next_step_ = act > now ? act : now + period;
+  }
+  return next_step_;
+}
+
+MonoTime Elector::ActAt(MonoTime now) const {
+  if (!record_ || record_->holder_identity.empty() || IsOurs(*record_)) {
+    return resign_hold_off_until_ ? std::max(now, *resign_hold_off_until_) : now;
+  }
+  return observed_time_ + absl::Seconds(record_->lease_duration_seconds);
+}
+
+absl::Duration Elector::JitteredRetryPeriod() {
+  return options_.retry_period * (1 + kMaxJitter * std::clamp(jitter_(), 0.0, 1.0));
+}
+
+void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
+  observed_ = true;
+  if (record) {
+    highest_transitions_ = std::max(highest_transitions_.value_or(record->lease_transitions),
+                                    record->lease_transitions);
+  }
+  if (record == record_) return;
+
+  const std::string previous_holder = record_ ? record_->holder_identity : "";
+  if (record_ && !record) {
+    spdlog::info("event=lease_deleted lease={} last_holder={} last_transitions={}", lease_ref_,
+                 LogValue(previous_holder), record_->lease_transitions);
+  } else if (record_ && record && record_->uid != record->uid) {
+    spdlog::info("event=lease_recreated lease={} holder={} transitions={} highest_seen={}",
+                 lease_ref_, LogValue(record->holder_identity), record->lease_transitions,
+                 *highest_transitions_);
+  }
+  record_ = record;
+  observed_time_ = now;
+
+  const bool ours = record && IsOurs(*record);
+  if (record && !record->holder_identity.empty() && !ours) resign_hold_off_until_.reset();
+  if (holding_ && !ours) StopHolding("lost", record ? "lease_changed_hands" : "lease_deleted");
+
+  const std::string holder = record ? record->holder_identity : "";
+  if (holder == previous_holder) return;
+  if (options_.listener) options_.listener->OnObservedHolder(holder);
+  // Our own acquisition is logged as event=acquired.
+  if (ours) return;
+  spdlog::info(
+      "event=observed_holder lease={} holder={} previous={} transitions={} "
+      "lease_duration_seconds={}{} next=\"{}\"",
+      lease_ref_, LogValue(holder), LogValue(previous_holder),
+      record ? record->lease_transitions : 0, record ? record->lease_duration_seconds : 0,
+      holder == options_.identity ? " own_identity_earlier_process=true" : "", NextAction(now));
+}
+
+bool Elector::IsOurs(const LeaseRecord& record) const {
+  return term_ && record.holder_identity == options_.identity &&
+         record.acquire_time == term_->acquire_time &&
+         record.lease_transitions == term_->lease_transitions;
+}
+
+absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
+  // Remember the acquisition before sending it: if it lands but the answer is
+  // lost, the next read recognises it as ours.
+  if (kind != Write::kRenew) term_ = Term{*next.acquire_time, next.lease_transitions};
+  const char* verb = kind == Write::kCreate     ? "create"
+                     : kind == Write::kTakeOver ? "take_over"
+                                                : "renew";
+  const MonoTime sent = clock_->Monotonic();
+  const absl::StatusOr<LeaseRecord> result =
+      kind == Write::kCreate ? store_->Create(next) : store_->Update(next);
+  const MonoTime now = clock_->Monotonic();
+  if (kind == Write::kRenew && options_.listener) {
+    options_.listener->OnRenew(now - sent, result.ok());
+  }
+  NoteApiResult(result.status(), verb, now);
+  if (!result.ok()) {
+    if (Answered(result.status())) {
+      spdlog::info("event=write_conflict lease={} write={} error={} next=\"re-read the Lease\"",
+                   lease_ref_, verb, LogValue(result.status().ToString()));
+    }
+    return result.status();
+  }
+
+  replaced_resource_version_ = next.resource_version;
+  Note(*result, now);
+  // The send time, not the answer's: the server may have applied the write
+  // (and followers started timing it) at any moment after we sent it.
+  leader_until_ = sent + options_.renew_deadline;
+  if (!holding_) {
+    holding_ = true;
+    const char* how = kind == Write::kCreate     ? "created"
+                      : kind == Write::kTakeOver ? "took_over"
+                                                 : "resumed";
+    spdlog::info(
+        "event=acquired lease={} holder={} token={} how={} write_latency={} leader_for={} "
+        "next=\"renew every ~{}; lead until a renew has not succeeded for {}\"",
+        lease_ref_, LogValue(options_.identity), term_->lease_transitions, how, Fmt(now - sent),
+        Fmt(leader_until_ - now), Fmt(options_.retry_period), Fmt(options_.renew_deadline));
+    if (options_.listener) options_.listener->OnAcquired(term_->lease_transitions);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Elector::ReadAfterConflict() {
+  const absl::StatusOr<LeaseRecord> read = store_->Get();
+  const MonoTime now = clock_->Monotonic();
+  NoteApiResult(read.status(), "get", now);
+  if (!read.ok() && !absl::IsNotFound(read.status())) return read.status();
+  Note(read.ok() ? std::optional<LeaseRecord>(*read) : std::nullopt, now);
+  return absl::OkStatus();
+}
+
+void Elector::ReleaseIfOurs(const char* why) {
+  const absl::StatusOr<LeaseRecord> read = store_->Get();
+  MonoTime now = clock_->Monotonic();
+  NoteApiResult(read.status(), "get", now);
+  if (!read.ok()) {
+    spdlog::warn(
+        "event=release_skipped lease={} why={} reason=read_failed error={} next=\"others take "
+        "the Lease over when it expires\"",
+        lease_ref_, why, LogValue(read.status().ToString()));
+    return;
+  }
+  Note(*read, now);
+  if (!IsOurs(*read)) {
+    spdlog::info(
+        "event=release_skipped lease={} why={} reason=not_ours holder={} next=\"leave it "
+        "alone\"",
+        lease_ref_, why, LogValue(read->holder_identity));
+    return;
+  }
+  LeaseRecord released = *read;
+  released.holder_identity.clear();
+  released.lease_duration_seconds = 1;
+  released.acquire_time = released.renew_time = WallNow();
+  const absl::StatusOr<LeaseRecord> result = store_->Update(released);
+  now = clock_->Monotonic();
+  NoteApiResult(result.status(), "release", now);
+  if (!result.ok()) {
+    spdlog::warn(
+        "event=release_failed lease={} why={} error={} next=\"others take the Lease over when it "
+        "expires\"",
+        lease_ref_, why, LogValue(result.status().ToString()));
+    return;
+  }
+  replaced_resource_version_ = released.resource_version;
+  Note(*result, now);
+  spdlog::info("event=released lease={} why={} token={} next=\"followers may take it at once\"",
+               lease_ref_, why, result->lease_transitions);
+}
+
+void Elector::StopHolding(const char* event, const char* reason) {
+  holding_ = false;
+  const MonoTime now = clock_->Monotonic();
+  spdlog::info("event={} lease={} reason={} token={} holder={} overdue_by={} next=\"{}\"", event,
+               lease_ref_, reason, term_->lease_transitions,
+               LogValue(record_ ? record_->holder_identity : ""),
+               Fmt(std::max(absl::ZeroDuration(), now - leader_until_)),
+               stepping_down_ ? "stop answering leader" : "keep campaigning");
+  if (options_.listener) options_.listener->OnLost();
+}
+
+void Elector::NoteApiResult(const absl::Status& status, const char* verb, MonoTime now) {
+  if (Answered(status)) {
+    last_api_contact_ = now;
+    if (failures_ > 0) {
+      spdlog::info("event={} lease={} verb={} failed_calls={} trouble_for={}",
+                   holding_ && status.ok() && std::string_view(verb) == "renew"
+                       ? "renewed_after_trouble"
+                       : "api_recovered",
+                   lease_ref_, verb, failures_, Fmt(now - failing_since_));
+      failures_ = 0;
+    }
+    return;
+  }
+  if (failures_++ > 0) {
+    spdlog::debug("event=api_error lease={} verb={} error={} failed_calls={}", lease_ref_, verb,
+                  LogValue(status.ToString()), failures_);
+    return;
+  }
+  failing_since_ = now;
+  if (holding_) {
+    spdlog::warn(
+        "event=renew_failed lease={} verb={} error={} next=\"retry every ~{}; stop leading in "
+        "{} unless a renew succeeds\"",
+        lease_ref_, verb, LogValue(status.ToString()), Fmt(options_.retry_period),
+        Fmt(leader_until_ - now));
+  } else {
+    spdlog::warn("event=api_error lease={} verb={} error={} next=\"retry every ~{}\"", lease_ref_,
+                 verb, LogValue(status.ToString()), Fmt(options_.retry_period));
+  }
+}
+
+std::string Elector::NextAction(MonoTime now) const {
+  if (holding_) return absl::StrCat("renew every ~", Fmt(options_.retry_period));
+  const MonoTime act = ActAt(now);
+  if (act <= now) return "acquire now";
+  if (record_ && !record_->holder_identity.empty() && !IsOurs(*record_)) {
+    return absl::StrCat("follow; take over in ", Fmt(act - now), " unless it is renewed");
+  }
+  return absl::StrCat("leave it to others for ", Fmt(act - now), " after resigning");
+}
+
+absl::Time Elector::WallNow() const {
+  return absl::FromUnixMicros(absl::ToUnixMicros(clock_->Wall()));
+}
+
+int32_t Elector::WrittenDurationSeconds() const {
+  return static_cast<int32_t>(
+      absl::ToInt64Seconds(absl::Ceil(options_.lease_duration, absl::Seconds(1))));
+}
+
+}  // namespace baton

@@ -1,0 +1,260 @@
+// Elector: the leader-election state machine for one Lease, compatible with
+// client-go's tools/leaderelection.
+//
+// It is pure: every input comes through the injected Clock and LeaseStore, and
+// the caller decides when it runs. It never sleeps, never starts a thread and
+// never reads a clock it was not given. ElectionLoop (election_loop.h) drives
+// it in the daemon; tests drive it directly with a FakeClock and a
+// FakeLeaseStore.
+//
+// Protocol (docs/design.md, "Lease protocol"):
+//   create    holderIdentity=self, leaseDurationSeconds, acquireTime=renewTime=now,
+//             leaseTransitions=0, or one above the highest this elector has
+//             seen for the Lease, so the fencing token never goes backwards
+//   renew     renewTime only
+//   take over holderIdentity=self, leaseDurationSeconds, acquireTime=renewTime=now,
+//             leaseTransitions+1
+//   release   holderIdentity="", leaseDurationSeconds=1, acquireTime=renewTime=now
+// Every update carries the resourceVersion it was based on; a conflict means
+// someone else wrote first, and is answered with a fresh read, never a retry.
+//
+// Expiry of someone else's Lease is judged on the monotonic clock: from the
+// moment this elector last saw the record change (client-go's observedTime),
+// plus the leaseDurationSeconds written in it. Wall-clock times in the record
+// are written for other readers and never compared with the local wall clock.
+//
+// Leadership: after a successful write that makes (or keeps) this elector the
+// holder, it leads until (monotonic send time of that write) + renew_deadline.
+// Failed renews change nothing until then; past it, it no longer leads, and
+// keeps campaigning. The snapshot (Snapshot()) carries that instant so that
+// Leadership::IsLeader(now) answers correctly even if Step() is never called
+// again.
+//
+// "Our term": a record counts as this elector's own only if it names this
+// identity AND carries the acquireTime and leaseTransitions of an acquisition
+// this elector sent. So a write that landed although it reported failure is
+// recognised and resumed (renewed, same token) instead of taken over again,
+// and a Lease left by an earlier process with the same --identity is treated
+// like any other holder's: waited out, then taken over with a new token.
+//
+// Thread-safety: not thread-safe. One thread at a time calls the methods below
+// (the ElectionLoop's thread in the daemon). Snapshot() returns a value that
+// may be handed to other threads.
+#ifndef BATON_SIDECAR_ELECTION_ELECTOR_H_
+#define BATON_SIDECAR_ELECTION_ELECTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sidecar/common/clock.h"
+#include "sidecar/election/leadership.h"
+#include "sidecar/election/lease_record.h"
+#include "sidecar/election/lease_store.h"
+
+namespace baton {
+
+// Receives election events, e.g. to export metrics. Methods are called
+// synchronously on the elector's thread; they must be quick and must not call
+// back into the Elector.
+class ElectionListener {
+ public:
+  virtual ~ElectionListener() = default;
+  // A renew write finished (successfully or not) after `latency`.
+  virtual void OnRenew(absl::Duration latency, bool ok) = 0;
+  // This elector became the holder; `token` is its fencing token.
+  virtual void OnAcquired(int64_t token) = 0;
+  // This elector stopped holding the Lease (lost, released or resigned).
+  virtual void OnLost() = 0;
+  // The observed holder changed; empty when nobody holds the Lease or it does
+  // not exist. May be this elector's own identity.
+  virtual void OnObservedHolder(const std::string& holder) = 0;
+};
+
+// Inputs for the daemon's /healthz and /readyz.
+struct ElectionHealth {
+  // The last time the API server answered usefully: a successful call, a
+  // NotFound/AlreadyExists/Conflict answer, or a watch event. Unset until then.
+  std::optional<MonoTime> last_api_contact;
+  // When the elector wants Step() to run next.
+  MonoTime next_step;
+
+  // The driving loop is more than `slack` late for the next step.
+  bool Overdue(MonoTime now, absl::Duration slack) const { return now > next_step + slack; }
+};
+
+class Elector {
+ public:
+  // Largest fraction by which a retry period is stretched at random, so that
+  // candidates do not retry in lock step: docs/design.md's "retryPeriod × 1.2",
+  // the bound the daemon's ValidateTiming checks (kRetryJitter there).
+  static constexpr double kMaxJitter = 0.2;
+
+  struct Options {
+    // This process's holder identity; unique per process (see docs/design.md).
+    std::string identity;
+    std::string lease_name;
+    std::string lease_namespace;
+    // Written into the Lease as leaseDurationSeconds (rounded up to whole
+    // seconds): how long after the last renew others must wait to take over.
+    absl::Duration lease_duration = absl::Seconds(15);
+    // A leader leads for this long after sending its last successful write.
+    absl::Duration renew_deadline = absl::Seconds(10);
+    // Interval between renews (leader) and reads (follower without a watch),
+    // stretched by up to kMaxJitter.
+    absl::Duration retry_period = absl::Seconds(2);
+    // Release() hands the Lease over on shutdown instead of letting it expire.
+    bool release_on_shutdown = true;
+    // Returns a fraction in [0, 1] (values outside are clamped); each retry
+    // period becomes retry_period × (1 + kMaxJitter × fraction). Unset: a
+    // uniformly random fraction. Tests pin it.
+    std::function<double()> jitter;
+    // Optional; must outlive the Elector.
+    ElectionListener* listener = nullptr;
+  };
+
+  // Preconditions: the durations are positive, renew_deadline < lease_duration
+  // and retry_period × (1 + kMaxJitter) < renew_deadline (the daemon validates
+  // its flags with ValidateTiming); identity is not empty. `clock` and `store`
+  // must outlive the Elector.
+  Elector(Options options, Clock* clock, LeaseStore* store);
+
+  Elector(const Elector&) = delete;
+  Elector& operator=(const Elector&) = delete;
+
+  // One round of acquire-or-renew, client-go's tryAcquireOrRenew: at most four
+  // store calls (a leader's renew, a read, one write, one re-read after a
+  // conflict), each bounded by the store's request deadline. Returns when it wants to run next:
+  // holding, every retry period but never later than the end of its
+  // leadership; following with a watch, when the observed Lease expires;
+  // following without, every retry period (or at expiry, if sooner).
+  // Must not be called after Release().
+  MonoTime Step();
+
+  // Feeds a Lease seen by a watch (nullopt: it was deleted). The observed time
+  // moves only if the record differs from the one last seen. If it shows that
+  // this elector no longer holds the Lease, it stops holding at once. Returns
+  // the new time for the next Step() (now, if the Lease just became free).
+  // Makes no store calls.
+  MonoTime Observe(const std::optional<LeaseRecord>& record);
+
+  // Tells the elector whether a watch feeds Observe(). Without one (the
+  // default, and e.g. when RBAC forbids watch) a follower polls every retry
+  // period; with one it sleeps until the observed Lease expires. Returns the
+  // new time for the next Step(). Makes no store calls.
+  MonoTime SetWatchAvailable(bool available);
+
+  // From now on Snapshot() says stepping_down, so nobody is told this elector
+  // leads, until Resign() completes (Release() never clears it). Makes no store
+  // calls: the caller publishes the snapshot before the release write.
+  void BeginStepDown();
+
+  // Shutdown: BeginStepDown(), then, if release_on_shutdown and this elector
+  // has ever sent an acquisition, a fresh read and, only if that still shows
+  // this elector's term, an update with the read's resourceVersion writing the
+  // release fields. A Lease that someone else holds is never touched.
+  // Afterwards the elector holds nothing and Step() must not be called again.
+  void Release();
+
+  // Step down and release now (regardless of release_on_shutdown), then keep
+  // campaigning. To let someone else have it, this elector does not take the
+  // Lease back while it is free (or still shows our term, if the release
+  // failed) until another holder has acquired it or one lease_duration has
+  // passed. A no-op
+  // (apart from ending a BeginStepDown) when not holding. Returns the time for
+  // the next Step().
+  MonoTime Resign();
+
+  // The leadership to publish. IsLeader(now) on it is correct at any later
+  // instant, until the next call that changes the elector.
+  Leadership Snapshot() const;
+
+  ElectionHealth Health() const;
+
+  const Options& options() const { return options_; }
+  Clock* clock() const { return clock_; }
+
+ private:
+  // The acquisition (create or take over) this elector last sent.
+  struct Term {
+    absl::Time acquire_time;
+    int32_t lease_transitions = 0;
+  };
+  enum class Write { kCreate, kTakeOver, kRenew };
+
+  // Sets and returns the next step time. `api_answered`: whether this step's
+  // last store call got an answer (if not, a follower retries after a period).
+  MonoTime Schedule(MonoTime now, bool api_answered);
+  // When this candidate may next act on what it has observed: now for a free
+  // or missing Lease or our own term (after any resign hold-off), the expiry
+  // instant for someone else's.
+  MonoTime ActAt(MonoTime now) const;
+  absl::Duration JitteredRetryPeriod();
+
+  // Records `record` (nullopt: absent) as the latest observed state; moves the
+  // observed time if it differs from the last one. Logs and reports a new
+  // holder. Stops holding if the record shows someone else's term.
+  void Note(const std::optional<LeaseRecord>& record, MonoTime now);
+  bool IsOurs(const LeaseRecord& record) const;
+  // Sends a create/take-over/renew write; on success this elector holds the
+  // Lease until the send time + renew_deadline.
+  absl::Status WriteAsHolder(Write kind, const LeaseRecord& next);
+  // After a conflict (or NotFound) on a write: reads the Lease to learn who
+  // won. Makes no further write.
+  absl::Status ReadAfterConflict();
+  // The release write, guarded by a fresh read.
+  void ReleaseIfOurs(const char* why);
+  // Stops holding (no I/O) and says so in the log (as `event`) and to the
+  // listener.
+  void StopHolding(const char* event, const char* reason);
+  // Health and failure bookkeeping for one store call's outcome; logs the
+  // first failure of a run and the recovery.
+  void NoteApiResult(const absl::Status& status, const char* verb, MonoTime now);
+  // What this elector will do next, for log lines.
+  std::string NextAction(MonoTime now) const;
+  // Wall time for a Lease field, at the microsecond precision a MicroTime keeps,
+  // so that what we wrote compares equal to what we read back.
+  absl::Time WallNow() const;
+  int32_t WrittenDurationSeconds() const;
+
+  const Options options_;
+  Clock* const clock_;
+  LeaseStore* const store_;
+  std::function<double()> jitter_;
+  const std::string lease_ref_;  // "namespace/name", for logs
+
+  // What this elector knows of the Lease.
+  bool observed_ = false;                       // a read or watch event has succeeded
+  std::optional<LeaseRecord> record_;           // nullopt: absent (or never read)
+  MonoTime observed_time_;                      // when record_ last changed
+  std::optional<int32_t> highest_transitions_;  // across every record seen
+  // The resourceVersion our last successful write replaced: a watch event
+  // carrying it is older than what we already know.
+  std::string replaced_resource_version_;
+
+  // What this elector holds.
+  std::optional<Term> term_;
+  bool holding_ = false;
+  MonoTime leader_until_;
+  bool stepping_down_ = false;
+  // After Resign(): do not take the Lease back before this, unless someone
+  // else has acquired it meanwhile (which clears it).
+  std::optional<MonoTime> resign_hold_off_until_;
+
+  // Scheduling and health.
+  bool watch_available_ = false;
+  MonoTime next_step_;
+  std::optional<MonoTime> last_api_contact_;
+  // Consecutive failed store calls and when the first failed: logged once at
+  // the start of trouble and once at its end, not on every retry.
+  int failures_ = 0;
+  MonoTime failing_since_;
+};
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_ELECTION_ELECTOR_H_

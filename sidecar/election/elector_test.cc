@@ -1,0 +1,858 @@
+#include "sidecar/election/elector.h"
+
+#include <memory>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sidecar/common/fake_clock.h"
+#include "sidecar/election/fake_lease_store.h"
+
+namespace baton {
+namespace {
+
+using ::testing::ElementsAre;
+using Verb = FakeLeaseStore::Verb;
+
+constexpr absl::Duration kLeaseDuration = absl::Seconds(15);
+constexpr absl::Duration kRenewDeadline = absl::Seconds(10);
+constexpr absl::Duration kRetryPeriod = absl::Seconds(2);
+
+class RecordingListener final : public ElectionListener {
+ public:
+  void OnRenew(absl::Duration latency, bool ok) override { renews.emplace_back(latency, ok); }
+  void OnAcquired(int64_t token) override { acquired.push_back(token); }
+  void OnLost() override { ++lost; }
+  void OnObservedHolder(const std::string& holder) override { holders.push_back(holder); }
+
+  std::vector<std::pair<absl::Duration, bool>> renews;
+  std::vector<int64_t> acquired;
+  int lost = 0;
+  std::vector<std::string> holders;
+};
+
+// A LeaseStore whose every call takes `latency` of fake time.
+class SlowStore final : public LeaseStore {
+ public:
+  SlowStore(LeaseStore* inner, FakeClock* clock, absl::Duration latency)
+      : inner_(inner), clock_(clock), latency_(latency) {}
+  absl::StatusOr<LeaseRecord> Get() override { return Slowly(inner_->Get()); }
+  absl::StatusOr<LeaseRecord> Create(const LeaseRecord& r) override {
+    return Slowly(inner_->Create(r));
+  }
+  absl::StatusOr<LeaseRecord> Update(const LeaseRecord& r) override {
+    return Slowly(inner_->Update(r));
+  }
+
+ private:
+  absl::StatusOr<LeaseRecord> Slowly(absl::StatusOr<LeaseRecord> result) {
+    clock_->Advance(latency_);
+    return result;
+  }
+  LeaseStore* inner_;
+  FakeClock* clock_;
+  absl::Duration latency_;
+};
+
+class ElectorTest : public ::testing::Test {
+ protected:
+  ElectorTest() { Reset(DefaultOptions()); }
+
+  Elector::Options DefaultOptions(const std::string& identity = "me") {
+    Elector::Options o;
+    o.identity = identity;
+    o.lease_name = "lock";
+    o.lease_namespace = "ns";
+    o.lease_duration = kLeaseDuration;
+    o.renew_deadline = kRenewDeadline;
+    o.retry_period = kRetryPeriod;
+    o.jitter = [] { return 0.0; };
+    o.listener = &listener_;
+    return o;
+  }
+  void Reset(Elector::Options options, LeaseStore* store = nullptr) {
+    elector_ = std::make_unique<Elector>(std::move(options), &clock_, store ? store : &store_);
+  }
+
+  MonoTime Now() const { return clock_.Monotonic(); }
+  absl::Time Wall() const { return clock_.Wall(); }
+  bool IsLeader() const { return elector_->Snapshot().IsLeader(Now()); }
+  std::string Holder() const { return store_.Current()->holder_identity; }
+
+  // Writes a Lease held by `holder` as another client would.
+  LeaseRecord SetLease(const std::string& holder, int32_t duration_seconds = 15,
+                       int32_t transitions = 3) {
+    LeaseRecord r;
+    r.holder_identity = holder;
+    r.lease_duration_seconds = duration_seconds;
+    r.acquire_time = r.renew_time = Wall();
+    r.lease_transitions = transitions;
+    return store_.Set(r);
+  }
+  // Another client renews the Lease it holds.
+  LeaseRecord RenewForeign() {
+    LeaseRecord r = *store_.Current();
+    r.renew_time = Wall();
+    return store_.Set(r);
+  }
+  // Acquires the absent Lease and checks that it worked.
+  void Acquire() {
+    elector_->Step();
+    ASSERT_TRUE(elector_->Snapshot().holding);
+  }
+
+  FakeClock clock_;
+  FakeLeaseStore store_;
+  RecordingListener listener_;
+  std::unique_ptr<Elector> elector_;
+};
+
+// --- Acquiring -------------------------------------------------------------
+
+TEST_F(ElectorTest, AcquiresAbsentLeaseByCreatingIt) {
+  const MonoTime start = Now();
+  elector_->Step();
+
+  const LeaseRecord lease = *store_.Current();
+  EXPECT_EQ(lease.holder_identity, "me");
+  EXPECT_EQ(lease.lease_duration_seconds, 15);
+  EXPECT_EQ(lease.acquire_time, Wall());
+  EXPECT_EQ(lease.renew_time, Wall());
+  EXPECT_EQ(lease.lease_transitions, 0);
+
+  const Leadership l = elector_->Snapshot();
+  EXPECT_TRUE(l.IsLeader(Now()));
+  EXPECT_EQ(l.fencing_token, 0);
+  EXPECT_EQ(l.leader_until, start + kRenewDeadline);
+  EXPECT_EQ(l.holder_identity, "me");
+  EXPECT_EQ(l.lease_uid, lease.uid);
+  EXPECT_TRUE(l.observed);
+  EXPECT_THAT(listener_.acquired, ElementsAre(0));
+}
+
+TEST_F(ElectorTest, TakesLeaseWithEmptyHolderAtOnce) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+  elector_->Step();
+  EXPECT_EQ(Holder(), "me");
+  EXPECT_EQ(store_.Current()->lease_transitions, 4);
+  EXPECT_TRUE(IsLeader());
+}
+
+TEST_F(ElectorTest, DoesNotTakeFreshlyObservedForeignLease) {
+  SetLease("other");
+  elector_->Step();
+  EXPECT_EQ(Holder(), "other");
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), 0);
+  const Leadership l = elector_->Snapshot();
+  EXPECT_FALSE(l.IsLeader(Now()));
+  EXPECT_EQ(l.holder_identity, "other");
+  EXPECT_EQ(l.fencing_token, 3);
+}
+
+TEST_F(ElectorTest, ExpiryUsesTheRecordsOwnDurationFromTheObservedTime) {
+  struct Case {
+    std::string name;
+    int32_t record_seconds;  // the local flag is 15s
+  };
+  for (const Case& c : {Case{"shorter than the local flag", 5}, Case{"longer", 30}}) {
+    SCOPED_TRACE(c.name);
+    store_.Delete();
+    Reset(DefaultOptions());
+    SetLease("other", c.record_seconds);
+    elector_->Step();  // first observation
+    const absl::Duration record_duration = absl::Seconds(c.record_seconds);
+
+    clock_.Advance(record_duration - absl::Milliseconds(1));
+    elector_->Step();
+    EXPECT_EQ(Holder(), "other") << "taken before the record's duration had passed";
+
+    clock_.Advance(absl::Milliseconds(1));
+    elector_->Step();
+    EXPECT_EQ(Holder(), "me") << "not taken once the record's duration had passed";
+  }
+}
+
+TEST_F(ElectorTest, ExpiryCountsFromTheLastObservedChange) {
+  SetLease("other");
+  elector_->Step();
+  clock_.Advance(absl::Seconds(10));
+  RenewForeign();
+  elector_->Step();  // sees the renew: the 15s start again now
+  clock_.Advance(absl::Seconds(14));
+  elector_->Step();
+  EXPECT_EQ(Holder(), "other");
+  clock_.Advance(absl::Seconds(1));
+  elector_->Step();
+  EXPECT_EQ(Holder(), "me");
+}
+
+TEST_F(ElectorTest, WallClockNeverDecidesExpiry) {
+  struct Case {
+    std::string name;
+    absl::Duration renew_time_age;  // how old the record's renewTime is when first read
+    absl::Duration wall_skew;       // then the local wall clock jumps by this
+  };
+  const std::vector<Case> cases = {
+      {"stale renewTime", absl::Minutes(10), absl::ZeroDuration()},
+      {"local wall clock far ahead", absl::ZeroDuration(), absl::Hours(24 * 365)},
+      {"local wall clock far behind", absl::ZeroDuration(), -absl::Hours(24 * 365)},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    store_.Delete();
+    Reset(DefaultOptions());
+    LeaseRecord r;
+    r.holder_identity = "other";
+    r.lease_duration_seconds = 15;
+    r.acquire_time = r.renew_time = Wall() - c.renew_time_age;
+    store_.Set(r);
+    elector_->Step();
+    clock_.SetWall(Wall() + c.wall_skew);
+
+    clock_.Advance(absl::Seconds(14));
+    elector_->Step();
+    EXPECT_EQ(Holder(), "other");
+    clock_.Advance(absl::Seconds(1));
+    elector_->Step();
+    EXPECT_EQ(Holder(), "me");
+  }
+}
+
+TEST_F(ElectorTest, LeaseOfEarlierProcessWithSameIdentityIsWaitedOutThenTakenOver) {
+  SetLease("me", /*duration_seconds=*/15, /*transitions=*/3);
+  elector_->Step();
+  EXPECT_FALSE(IsLeader());
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), 0);
+  clock_.Advance(kLeaseDuration);
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 4);
+  EXPECT_EQ(store_.Current()->acquire_time, Wall());
+}
+
+TEST_F(ElectorTest, TakeoverBumpsTransitionsAndSetsAcquireTime) {
+  SetLease("other", /*duration_seconds=*/30, /*transitions=*/7);
+  const LeaseRecord before = *store_.Current();
+  elector_->Step();
+  clock_.Advance(absl::Seconds(30));
+  elector_->Step();
+
+  const LeaseRecord after = *store_.Current();
+  EXPECT_EQ(after.holder_identity, "me");
+  EXPECT_EQ(after.lease_transitions, 8);
+  EXPECT_EQ(after.acquire_time, Wall());
+  EXPECT_EQ(after.renew_time, Wall());
+  EXPECT_NE(after.acquire_time, before.acquire_time);
+  EXPECT_EQ(after.lease_duration_seconds, 15) << "the holder writes its own promise";
+  EXPECT_EQ(elector_->Snapshot().fencing_token, 8);
+  EXPECT_THAT(listener_.acquired, ElementsAre(8));
+}
+
+TEST_F(ElectorTest, ConflictOnTakeoverRereadsAndFollowsTheWinner) {
+  // A rival candidate whose takeover lands just before ours.
+  Elector rival(DefaultOptions("rival"), &clock_, &store_);
+  class RivalWritesFirst final : public LeaseStore {
+   public:
+    RivalWritesFirst(FakeLeaseStore* inner, Elector* rival) : inner_(inner), rival_(rival) {}
+    absl::StatusOr<LeaseRecord> Get() override { return inner_->Get(); }
+    absl::StatusOr<LeaseRecord> Create(const LeaseRecord& r) override { return inner_->Create(r); }
+    absl::StatusOr<LeaseRecord> Update(const LeaseRecord& r) override {
+      rival_->Step();
+      return inner_->Update(r);
+    }
+
+   private:
+    FakeLeaseStore* inner_;
+    Elector* rival_;
+  } racing(&store_, &rival);
+  Reset(DefaultOptions(), &racing);
+
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/3);
+  elector_->Step();
+  rival.Step();
+  clock_.Advance(kLeaseDuration);
+  const int updates_before = store_.Calls(Verb::kUpdate);
+  const int gets_before = store_.Calls(Verb::kGet);
+  elector_->Step();
+
+  EXPECT_EQ(Holder(), "rival");
+  EXPECT_EQ(store_.Current()->lease_transitions, 4);
+  EXPECT_TRUE(rival.Snapshot().IsLeader(Now()));
+  EXPECT_FALSE(IsLeader());
+  EXPECT_EQ(elector_->Snapshot().holder_identity, "rival") << "the re-read shows the winner";
+  // The rival's takeover and ours, which conflicted: no blind retry.
+  EXPECT_EQ(store_.Calls(Verb::kUpdate) - updates_before, 2);
+  // Our read, the rival's read and our re-read after the conflict.
+  EXPECT_EQ(store_.Calls(Verb::kGet) - gets_before, 3);
+}
+
+TEST_F(ElectorTest, CreateConflictRereadsAndFollows) {
+  class CreatedMeanwhile final : public LeaseStore {
+   public:
+    explicit CreatedMeanwhile(FakeLeaseStore* inner) : inner_(inner) {}
+    absl::StatusOr<LeaseRecord> Get() override { return inner_->Get(); }
+    absl::StatusOr<LeaseRecord> Create(const LeaseRecord& r) override {
+      LeaseRecord theirs = r;
+      theirs.holder_identity = "other";
+      inner_->Set(theirs);
+      return inner_->Create(r);
+    }
+    absl::StatusOr<LeaseRecord> Update(const LeaseRecord& r) override { return inner_->Update(r); }
+
+   private:
+    FakeLeaseStore* inner_;
+  } racing(&store_);
+  Reset(DefaultOptions(), &racing);
+  elector_->Step();
+  EXPECT_EQ(Holder(), "other");
+  EXPECT_FALSE(IsLeader());
+  EXPECT_EQ(elector_->Snapshot().holder_identity, "other");
+  EXPECT_EQ(store_.Calls(Verb::kGet), 2);
+}
+
+// --- Renewing --------------------------------------------------------------
+
+TEST_F(ElectorTest, RenewChangesRenewTimeOnly) {
+  Acquire();
+  const LeaseRecord before = *store_.Current();
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+  const LeaseRecord after = *store_.Current();
+
+  EXPECT_EQ(after.renew_time, Wall());
+  EXPECT_NE(after.renew_time, before.renew_time);
+  LeaseRecord expected = before;
+  expected.renew_time = after.renew_time;
+  expected.resource_version = after.resource_version;
+  EXPECT_EQ(after, expected);
+  EXPECT_EQ(store_.Calls(Verb::kGet), 1) << "the fast path renews without reading";
+}
+
+TEST_F(ElectorTest, LeaderUntilCountsFromWhenTheWriteWasSent) {
+  SlowStore slow(&store_, &clock_, absl::Milliseconds(300));
+  Reset(DefaultOptions(), &slow);
+  Acquire();
+  clock_.Advance(kRetryPeriod);
+  const MonoTime renew_sent = Now();
+  elector_->Step();
+  EXPECT_EQ(Now(), renew_sent + absl::Milliseconds(300));
+  EXPECT_EQ(elector_->Snapshot().leader_until, renew_sent + kRenewDeadline);
+  ASSERT_FALSE(listener_.renews.empty());
+  EXPECT_EQ(listener_.renews.back(), std::make_pair(absl::Milliseconds(300), true));
+}
+
+TEST_F(ElectorTest, ConflictOnRenewRereadsAndRenewsWhenStillHolder) {
+  Acquire();
+  // Another client touches the object (say, a label) without taking it.
+  store_.Set(*store_.Current());
+  const int32_t transitions = store_.Current()->lease_transitions;
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(elector_->Snapshot().leader_until, Now() + kRenewDeadline);
+  EXPECT_EQ(store_.Current()->renew_time, Wall());
+  EXPECT_EQ(store_.Current()->lease_transitions, transitions);
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), 2);  // fast path (409), then with the fresh version
+  EXPECT_EQ(listener_.lost, 0);
+}
+
+TEST_F(ElectorTest, ConflictOnRenewRereadsAndStepsDownWhenSomeoneElseHolds) {
+  Acquire();
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/1);
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+
+  EXPECT_FALSE(IsLeader());
+  const Leadership l = elector_->Snapshot();
+  EXPECT_FALSE(l.holding);
+  EXPECT_EQ(l.holder_identity, "other");
+  EXPECT_EQ(Holder(), "other");
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), 1) << "only the failed fast-path renew";
+  EXPECT_EQ(listener_.lost, 1);
+}
+
+TEST_F(ElectorTest, RenewFailureBeyondRenewDeadlineStepsDown) {
+  Acquire();
+  const MonoTime leader_until = elector_->Snapshot().leader_until;
+  store_.FailNextCalls(1000, absl::UnavailableError("apiserver down"));
+
+  // Failed renews keep the leader leading until the deadline.
+  while (true) {
+    const MonoTime wake = elector_->Step();
+    ASSERT_LE(wake, leader_until) << "a leader must not sleep past its deadline";
+    if (wake == leader_until) break;
+    clock_.Advance(wake - Now());
+    EXPECT_TRUE(IsLeader());
+  }
+
+  // Paused (or starved) until the deadline: the published answer is already
+  // false, before any further I/O.
+  const Leadership published = elector_->Snapshot();
+  const int calls = store_.TotalCalls();
+  clock_.Advance(leader_until - Now());
+  EXPECT_FALSE(published.IsLeader(Now()));
+  EXPECT_EQ(published.ValidFor(Now()), absl::ZeroDuration());
+  EXPECT_EQ(store_.TotalCalls(), calls);
+
+  elector_->Step();
+  EXPECT_FALSE(elector_->Snapshot().holding);
+  EXPECT_EQ(listener_.lost, 1);
+}
+
+TEST_F(ElectorTest, KeepsCampaigningAfterLosingLeadership) {
+  Acquire();
+  store_.FailNextCalls(1000, absl::UnavailableError("apiserver down"));
+  clock_.Advance(kRenewDeadline);
+  elector_->Step();
+  ASSERT_FALSE(elector_->Snapshot().holding);
+
+  // The API comes back and nobody else took the Lease: our term resumes.
+  store_.FailNextCalls(0, absl::OkStatus());
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 0) << "no other holder, same term";
+
+  // Lost to someone else, it still competes for the next term.
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/1);
+  elector_->Step();
+  EXPECT_FALSE(IsLeader());
+  clock_.Advance(kLeaseDuration);
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 2);
+}
+
+TEST_F(ElectorTest, WriteThatLandedButReportedFailureIsHandledSafely) {
+  struct Case {
+    std::string name;
+    bool start_as_leader;
+    int32_t expected_token;
+  };
+  for (const Case& c : {Case{"renew", true, 0}, Case{"takeover", false, 4}}) {
+    SCOPED_TRACE(c.name);
+    store_.Delete();
+    Reset(DefaultOptions());
+    if (c.start_as_leader) {
+      Acquire();
+    } else {
+      SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+    }
+    const MonoTime leader_until_before = elector_->Snapshot().leader_until;
+    clock_.Advance(kRetryPeriod);
+    store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));
+    elector_->Step();
+
+    // The write is in the Lease, but nothing was extended on its account.
+    EXPECT_EQ(Holder(), "me");
+    EXPECT_EQ(elector_->Snapshot().leader_until, leader_until_before);
+    EXPECT_EQ(IsLeader(), c.start_as_leader);
+
+    // The next step finds its own term and renews it: same token, no second
+    // takeover.
+    clock_.Advance(kRetryPeriod);
+    elector_->Step();
+    EXPECT_TRUE(IsLeader());
+    EXPECT_EQ(elector_->Snapshot().fencing_token, c.expected_token);
+    EXPECT_EQ(store_.Current()->lease_transitions, c.expected_token);
+    EXPECT_EQ(elector_->Snapshot().leader_until, Now() + kRenewDeadline);
+  }
+}
+
+// --- Scheduling ------------------------------------------------------------
+
+TEST_F(ElectorTest, LeaderRenewsEveryRetryPeriodWithinJitterBounds) {
+  struct Case {
+    double jitter;
+    absl::Duration period;
+  };
+  const std::vector<Case> cases = {{0.0, absl::Seconds(2)},
+                                   {0.5, absl::Milliseconds(2200)},
+                                   {1.0, absl::Milliseconds(2400)},
+                                   {7.0, absl::Milliseconds(2400)},  // clamped
+                                   {-1.0, absl::Seconds(2)}};        // clamped
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.jitter);
+    store_.Delete();
+    Elector::Options o = DefaultOptions();
+    o.jitter = [j = c.jitter] { return j; };
+    Reset(o);
+    EXPECT_EQ(elector_->Step() - Now(), c.period);
+    EXPECT_EQ(elector_->Step() - Now(), c.period);
+  }
+}
+
+TEST_F(ElectorTest, DefaultJitterStaysWithinTwentyPercent) {
+  Elector::Options o = DefaultOptions();
+  o.jitter = nullptr;
+  Reset(o);
+  for (int i = 0; i < 200; ++i) {
+    const absl::Duration period = elector_->Step() - Now();
+    ASSERT_GE(period, kRetryPeriod);
+    ASSERT_LE(period, kRetryPeriod * 1.2);
+  }
+}
+
+TEST_F(ElectorTest, LeaderNeverWakesLaterThanLeaderUntil) {
+  Elector::Options o = DefaultOptions();
+  o.jitter = [] { return 1.0; };
+  Reset(o);
+  Acquire();
+  const MonoTime leader_until = elector_->Snapshot().leader_until;
+  store_.FailNextCalls(1000, absl::UnavailableError("apiserver down"));
+  clock_.Advance(absl::Seconds(9));
+  EXPECT_EQ(elector_->Step(), leader_until);
+}
+
+TEST_F(ElectorTest, FollowerWithWatchWakesAtTheExactExpiry) {
+  elector_->SetWatchAvailable(true);
+  SetLease("other", /*duration_seconds=*/20);
+  const MonoTime observed = Now();
+  EXPECT_EQ(elector_->Step(), observed + absl::Seconds(20));
+
+  // A renew seen on the watch moves the expiry.
+  clock_.Advance(absl::Seconds(5));
+  EXPECT_EQ(elector_->Observe(RenewForeign()), Now() + absl::Seconds(20));
+
+  clock_.Advance(absl::Seconds(20));
+  const int gets = store_.Calls(Verb::kGet);
+  elector_->Step();
+  EXPECT_EQ(Holder(), "me");
+  EXPECT_EQ(store_.Calls(Verb::kGet), gets + 1);
+}
+
+TEST_F(ElectorTest, FollowerWithoutWatchPollsEveryRetryPeriod) {
+  SetLease("other", /*duration_seconds=*/20);
+  EXPECT_EQ(elector_->Step(), Now() + kRetryPeriod);
+  clock_.Advance(kRetryPeriod);
+  RenewForeign();
+  EXPECT_EQ(elector_->Step(), Now() + kRetryPeriod);
+}
+
+TEST_F(ElectorTest, FollowerWithoutWatchWakesAtExpiryIfSoonerThanThePoll) {
+  SetLease("other", /*duration_seconds=*/1);
+  EXPECT_EQ(elector_->Step(), Now() + absl::Seconds(1));
+}
+
+TEST_F(ElectorTest, LosingTheWatchFallsBackToPolling) {
+  elector_->SetWatchAvailable(true);
+  SetLease("other", /*duration_seconds=*/20);
+  EXPECT_EQ(elector_->Step(), Now() + absl::Seconds(20));
+  EXPECT_EQ(elector_->SetWatchAvailable(false), Now() + kRetryPeriod);
+}
+
+TEST_F(ElectorTest, ObservedReleaseWakesFollowerAtOnce) {
+  elector_->SetWatchAvailable(true);
+  SetLease("other");
+  elector_->Step();
+  clock_.Advance(absl::Seconds(3));
+  LeaseRecord released = *store_.Current();
+  released.holder_identity = "";
+  released.lease_duration_seconds = 1;
+  EXPECT_EQ(elector_->Observe(store_.Set(released)), Now());
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 4);
+}
+
+TEST_F(ElectorTest, ObservedDeletionWakesFollowerAtOnce) {
+  elector_->SetWatchAvailable(true);
+  SetLease("other");
+  elector_->Step();
+  store_.Delete();
+  EXPECT_EQ(elector_->Observe(std::nullopt), Now());
+}
+
+TEST_F(ElectorTest, ObservingAnUnchangedRecordDoesNotMoveTheObservedTime) {
+  elector_->SetWatchAvailable(true);
+  SetLease("other");
+  const MonoTime expiry = elector_->Step();
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_EQ(elector_->Observe(*store_.Current()), expiry);
+}
+
+TEST_F(ElectorTest, ObservedForeignHolderEndsLeadershipAtOnce) {
+  Acquire();
+  const LeaseRecord theirs = SetLease("other", /*duration_seconds=*/15, /*transitions=*/1);
+  elector_->Observe(theirs);
+  EXPECT_FALSE(elector_->Snapshot().holding);
+  EXPECT_FALSE(IsLeader());
+  EXPECT_EQ(listener_.lost, 1);
+}
+
+TEST_F(ElectorTest, LateWatchEventForTheVersionWeReplacedIsIgnored) {
+  const LeaseRecord theirs = SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+  elector_->Step();
+  ASSERT_TRUE(IsLeader());
+  elector_->Observe(theirs);
+  EXPECT_TRUE(IsLeader());
+}
+
+// --- Fencing tokens --------------------------------------------------------
+
+TEST_F(ElectorTest, TokenStaysMonotonicAfterLeaseIsDeletedAndRecreated) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
+  elector_->Step();
+  ASSERT_EQ(elector_->Snapshot().fencing_token, 6);
+
+  store_.Delete();
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();  // renew: NotFound; read: NotFound; create above what was seen
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 7);
+  EXPECT_EQ(elector_->Snapshot().fencing_token, 7);
+  EXPECT_THAT(listener_.acquired, ElementsAre(6, 7));
+}
+
+TEST_F(ElectorTest, TokenStaysMonotonicWhenAnotherClientRecreatesTheLeaseFromZero) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
+  elector_->Step();
+  ASSERT_EQ(elector_->Snapshot().fencing_token, 6);
+
+  // A client-go elector recreates it from scratch, then disappears.
+  store_.Delete();
+  SetLease("go-controller", /*duration_seconds=*/15, /*transitions=*/0);
+  elector_->Step();
+  ASSERT_FALSE(IsLeader());
+  clock_.Advance(kLeaseDuration);
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 7);
+}
+
+TEST_F(ElectorTest, FollowerReportsTheObservedTransitionsAsToken) {
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/9);
+  elector_->Step();
+  EXPECT_EQ(elector_->Snapshot().fencing_token, 9);
+}
+
+// --- Release and resign ----------------------------------------------------
+
+TEST_F(ElectorTest, ReleaseWritesExactlyTheReleaseFields) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+  elector_->Step();
+  clock_.Advance(absl::Seconds(1));
+  const LeaseRecord held = *store_.Current();
+  elector_->Release();
+
+  const LeaseRecord released = *store_.Current();
+  LeaseRecord expected = held;
+  expected.holder_identity = "";
+  expected.lease_duration_seconds = 1;
+  expected.acquire_time = expected.renew_time = Wall();
+  expected.resource_version = released.resource_version;
+  EXPECT_EQ(released, expected);
+  EXPECT_EQ(released.lease_transitions, 4);
+
+  const Leadership l = elector_->Snapshot();
+  EXPECT_TRUE(l.stepping_down);
+  EXPECT_FALSE(l.holding);
+  EXPECT_FALSE(l.IsLeader(Now()));
+  EXPECT_EQ(listener_.lost, 1);
+}
+
+TEST_F(ElectorTest, ReleaseSkippedWhenAFreshReadShowsAnotherHolder) {
+  Acquire();
+  const LeaseRecord theirs = SetLease("successor", /*duration_seconds=*/15, /*transitions=*/1);
+  const int updates = store_.Calls(Verb::kUpdate);
+  elector_->Release();
+  EXPECT_EQ(*store_.Current(), theirs);
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), updates);
+  EXPECT_EQ(store_.Calls(Verb::kGet), 2) << "the fresh read before releasing";
+}
+
+TEST_F(ElectorTest, ReleaseUsesTheFreshReadsResourceVersion) {
+  Acquire();
+  store_.Set(*store_.Current());  // another client touched the object
+  elector_->Release();
+  EXPECT_EQ(Holder(), "");
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), 1) << "no conflict, no retry";
+}
+
+TEST_F(ElectorTest, ReleaseOfATermLeftByAFailedRenew) {
+  Acquire();
+  store_.FailNextCalls(1000, absl::UnavailableError("apiserver down"));
+  clock_.Advance(kRenewDeadline);
+  elector_->Step();
+  ASSERT_FALSE(elector_->Snapshot().holding);
+  store_.FailNextCalls(0, absl::OkStatus());
+  elector_->Release();
+  EXPECT_EQ(Holder(), "");
+}
+
+TEST_F(ElectorTest, ReleaseDisabledLeavesTheLeaseToExpire) {
+  Elector::Options o = DefaultOptions();
+  o.release_on_shutdown = false;
+  Reset(o);
+  Acquire();
+  const int calls = store_.TotalCalls();
+  elector_->Release();
+  EXPECT_EQ(Holder(), "me");
+  EXPECT_EQ(store_.TotalCalls(), calls);
+  EXPECT_TRUE(elector_->Snapshot().stepping_down);
+  EXPECT_FALSE(IsLeader());
+}
+
+TEST_F(ElectorTest, ReleaseByACandidateThatNeverWroteMakesNoCalls) {
+  SetLease("other");
+  elector_->Step();
+  const int calls = store_.TotalCalls();
+  elector_->Release();
+  EXPECT_EQ(store_.TotalCalls(), calls);
+  EXPECT_EQ(Holder(), "other");
+}
+
+TEST_F(ElectorTest, BeginStepDownStopsLeaderAnswersWithoutIO) {
+  Acquire();
+  const int calls = store_.TotalCalls();
+  elector_->BeginStepDown();
+  EXPECT_FALSE(IsLeader());
+  EXPECT_TRUE(elector_->Snapshot().stepping_down);
+  EXPECT_EQ(store_.TotalCalls(), calls);
+}
+
+TEST_F(ElectorTest, ResignReleasesAndWaitsOneLeaseDurationBeforeTakingItBack) {
+  elector_->SetWatchAvailable(true);
+  Acquire();
+  const MonoTime resigned = Now();
+  const MonoTime wake = elector_->Resign();
+  EXPECT_EQ(Holder(), "");
+  EXPECT_FALSE(IsLeader());
+  EXPECT_FALSE(elector_->Snapshot().stepping_down) << "back to campaigning";
+  EXPECT_EQ(wake, resigned + kLeaseDuration);
+
+  const int updates = store_.Calls(Verb::kUpdate);
+  clock_.Advance(kLeaseDuration - absl::Milliseconds(1));
+  elector_->Step();
+  EXPECT_EQ(Holder(), "");
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), updates);
+
+  clock_.Advance(absl::Milliseconds(1));
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 1);
+}
+
+TEST_F(ElectorTest, ResignCampaignsNormallyOnceAnotherHolderHasAcquired) {
+  elector_->SetWatchAvailable(true);
+  Acquire();
+  elector_->Resign();
+  clock_.Advance(absl::Seconds(1));
+  elector_->Observe(SetLease("other", /*duration_seconds=*/15, /*transitions=*/1));
+
+  // The other holder releases it in turn: free again, taken at once.
+  LeaseRecord released = *store_.Current();
+  released.holder_identity = "";
+  EXPECT_EQ(elector_->Observe(store_.Set(released)), Now());
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 2);
+}
+
+TEST_F(ElectorTest, ResignWhenNotHoldingDoesNothing) {
+  SetLease("other");
+  elector_->Step();
+  const int calls = store_.TotalCalls();
+  elector_->BeginStepDown();
+  elector_->Resign();
+  EXPECT_EQ(store_.TotalCalls(), calls);
+  EXPECT_FALSE(elector_->Snapshot().stepping_down);
+}
+
+// --- Health and listener ---------------------------------------------------
+
+TEST_F(ElectorTest, HealthTracksApiContactAndTheNextStep) {
+  EXPECT_FALSE(elector_->Health().last_api_contact.has_value());
+  const MonoTime wake = elector_->Step();
+  const MonoTime contact = Now();
+  EXPECT_EQ(elector_->Health().last_api_contact, contact);
+  EXPECT_EQ(elector_->Health().next_step, wake);
+
+  store_.FailNextCalls(1, absl::UnavailableError("down"));
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+  EXPECT_EQ(elector_->Health().last_api_contact, contact);
+
+  const ElectionHealth h = elector_->Health();
+  EXPECT_FALSE(h.Overdue(h.next_step + absl::Seconds(1), absl::Seconds(1)));
+  EXPECT_TRUE(h.Overdue(h.next_step + absl::Seconds(2), absl::Seconds(1)));
+}
+
+TEST_F(ElectorTest, ListenerHearsRenewsAcquisitionsLossesAndHolders) {
+  Acquire();
+  clock_.Advance(kRetryPeriod);
+  store_.FailNextCalls(1, absl::UnavailableError("down"));
+  elector_->Step();
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/1);
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+
+  EXPECT_THAT(listener_.acquired, ElementsAre(0));
+  EXPECT_EQ(listener_.lost, 1);
+  ASSERT_EQ(listener_.renews.size(), 3u);
+  EXPECT_FALSE(listener_.renews[0].second);
+  EXPECT_TRUE(listener_.renews[1].second);
+  EXPECT_FALSE(listener_.renews[2].second);  // the 409
+  EXPECT_THAT(listener_.holders, ElementsAre("me", "other"));
+}
+
+// --- Safety ----------------------------------------------------------------
+
+// Three candidates on one Lease under random faults, interleavings and
+// pauses: at no instant do two of them answer isLeader, and every new term's
+// token is higher than the last.
+TEST_F(ElectorTest, NeverTwoLeadersAndTokensIncreaseUnderRandomFaults) {
+  std::mt19937 rng(20260917);
+  std::vector<std::unique_ptr<Elector>> electors;
+  std::vector<MonoTime> wakes;
+  for (const char* id : {"a", "b", "c"}) {
+    Elector::Options o = DefaultOptions(id);
+    o.listener = nullptr;
+    o.jitter = [&rng] { return std::uniform_real_distribution<double>(0, 1)(rng); };
+    electors.push_back(std::make_unique<Elector>(o, &clock_, &store_));
+    wakes.push_back(Now());
+  }
+  int64_t last_token = -1;
+  std::string last_leader;
+  for (int round = 0; round < 5000; ++round) {
+    const size_t i = rng() % electors.size();
+    switch (rng() % 10) {
+      case 0:
+        store_.FailNextCalls(1 + rng() % 3, absl::UnavailableError("flaky"));
+        break;
+      case 1:
+        store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));
+        break;
+      case 2:
+        clock_.Advance(absl::Seconds(rng() % 20));  // everyone paused
+        break;
+      default:
+        break;
+    }
+    if (Now() >= wakes[i] || rng() % 4 == 0) wakes[i] = electors[i]->Step();
+    clock_.Advance(absl::Milliseconds(rng() % 1500));
+
+    int leaders = 0;
+    for (const auto& e : electors) {
+      const Leadership l = e->Snapshot();
+      if (!l.IsLeader(Now())) continue;
+      ++leaders;
+      if (l.identity != last_leader) {
+        EXPECT_GT(l.fencing_token, last_token) << "round " << round;
+        last_leader = l.identity;
+      }
+      last_token = std::max(last_token, l.fencing_token);
+    }
+    ASSERT_LE(leaders, 1) << "round " << round;
+  }
+  EXPECT_GT(last_token, 0) << "leadership never changed hands: the test proves little";
+}
+
+}  // namespace
+}  // namespace baton
