@@ -1,15 +1,16 @@
 // baton: the leader-election sidecar.
 //
 // Flags are parsed here and nowhere else, and turned at once into a
-// SidecarConfig. Exit codes: 0 after a clean shutdown, 2 for bad
-// configuration (with a message naming the flag), 1 for anything else.
+// SidecarConfig; then the Daemon runs until SIGTERM or SIGINT. Exit codes: 0
+// after a clean shutdown, 2 for bad configuration (with a message naming the
+// flag), 1 when the sidecar cannot start (e.g. a port in use).
+#include <pthread.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,10 @@
 #include "absl/strings/str_cat.h"
 #include "sidecar/common/log.h"
 #include "sidecar/common/version.h"
+#include "sidecar/kube/kubeconfig.h"
+#include "sidecar/kube/rest_config.h"
 #include "sidecar/main/config.h"
+#include "sidecar/main/daemon.h"
 
 ABSL_FLAG(std::string, lease_name, "", "Name of the coordination.k8s.io/v1 Lease to hold. Required.");
 ABSL_FLAG(std::string, lease_namespace, "",
@@ -45,25 +49,24 @@ ABSL_FLAG(std::string, http_addr, baton::SidecarConfig{}.http_addr,
           "host:port of the local HTTP API (/leader, /readyz/leader, /healthz, /metrics).");
 ABSL_FLAG(std::string, grpc_addr, baton::SidecarConfig{}.grpc_addr,
           "host:port of the local gRPC API (baton.v1.LeaderElection, grpc.health.v1).");
+ABSL_FLAG(std::string, metrics_addr, "",
+          "Optional host:port serving only /metrics and the probes (e.g. 0.0.0.0:9090 for "
+          "Prometheus), without /leader or Resign.");
 ABSL_FLAG(bool, release_on_shutdown, true,
           "On SIGTERM/SIGINT, release the Lease so a follower takes over at once.");
+ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
+          "Deadline of each API-server request. Default: 5s, or half of --renew-deadline if "
+          "that is shorter.");
+ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
+          "On SIGTERM/SIGINT: time allowed for releasing the Lease, and again for closing the "
+          "local servers. Keep terminationGracePeriodSeconds above twice this.");
 
 namespace baton {
 namespace {
 
-constexpr char kServiceAccountNamespaceFile[] =
-    "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
-
 std::string Env(const char* name) {
   const char* v = std::getenv(name);
   return v == nullptr ? "" : v;
-}
-
-std::string ReadFileOrEmpty(const char* path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string Hostname() {
@@ -97,7 +100,7 @@ std::vector<char*> DashesToUnderscores(int argc, char** argv, std::vector<std::s
   return out;
 }
 
-ConfigInputs InputsFromFlags() {
+ConfigInputs InputsFromFlags(const kube::RestConfig& rest) {
   ConfigInputs in;
   in.lease_name = absl::GetFlag(FLAGS_lease_name);
   in.lease_namespace = absl::GetFlag(FLAGS_lease_namespace);
@@ -108,10 +111,13 @@ ConfigInputs InputsFromFlags() {
   in.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
   in.http_addr = absl::GetFlag(FLAGS_http_addr);
   in.grpc_addr = absl::GetFlag(FLAGS_grpc_addr);
+  in.metrics_addr = absl::GetFlag(FLAGS_metrics_addr);
   in.release_on_shutdown = absl::GetFlag(FLAGS_release_on_shutdown);
+  in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
+  in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
-  in.incluster_namespace = ReadFileOrEmpty(kServiceAccountNamespaceFile);
+  in.client_namespace = rest.namespace_name;
   in.hostname = Hostname();
   in.random_suffix = RandomSuffix();
   return in;
@@ -133,18 +139,49 @@ int Main(int argc, char** argv) {
   std::vector<char*> args = DashesToUnderscores(argc, argv, storage);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
 
-  absl::StatusOr<SidecarConfig> config = ConfigFrom(InputsFromFlags());
+  // Block the shutdown signals before any thread starts, so every thread
+  // inherits the mask and only sigwait below receives them.
+  sigset_t shutdown_signals;
+  sigemptyset(&shutdown_signals);
+  sigaddset(&shutdown_signals, SIGTERM);
+  sigaddset(&shutdown_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  const std::string kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  absl::StatusOr<kube::RestConfig> rest =
+      kubeconfig.empty() ? kube::LoadInClusterConfig() : kube::LoadKubeconfig(kubeconfig);
+  if (!rest.ok()) {
+    std::fprintf(stderr, "baton: %s%s\n", kubeconfig.empty() ? "in-cluster config: " : "",
+                 std::string(rest.status().message()).c_str());
+    if (kubeconfig.empty()) std::fprintf(stderr, "baton: outside a Pod, pass --kubeconfig\n");
+    return 2;
+  }
+  absl::StatusOr<SidecarConfig> config = ConfigFrom(InputsFromFlags(*rest));
   if (!config.ok()) {
     std::fprintf(stderr, "baton: %s\n", std::string(config.status().message()).c_str());
     return 2;
   }
   InitLogging();
   spdlog::info("event=configured version={} lease={}/{} identity={} lease_duration={} "
-               "renew_deadline={} retry_period={}",
+               "renew_deadline={} retry_period={} api_timeout={}",
                kVersion, config->lease_namespace, config->lease_name, LogValue(config->identity),
                absl::FormatDuration(config->timing.lease_duration),
                absl::FormatDuration(config->timing.renew_deadline),
-               absl::FormatDuration(config->timing.retry_period));
+               absl::FormatDuration(config->timing.retry_period),
+               absl::FormatDuration(config->api_timeout));
+
+  absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(*config, *std::move(rest));
+  if (!daemon.ok()) {
+    spdlog::error("event=start_failed error={} next=exit", LogValue(daemon.status().ToString()));
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&shutdown_signals, &sig);
+  spdlog::info("event=shutdown signal={} release={} next=\"step down, release, close servers\"",
+               sig == SIGTERM ? "SIGTERM" : "SIGINT", config->release_on_shutdown);
+  (*daemon)->Stop(config->shutdown_grace);
+  spdlog::info("event=exited");
   return 0;
 }
 

@@ -1,8 +1,11 @@
 #include "sidecar/main/config.h"
 
+#include <algorithm>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "sidecar/election/elector.h"
 
 namespace baton {
 
@@ -29,7 +32,7 @@ absl::Status ValidateTiming(const ElectionTiming& t) {
         "acting before followers may take the Lease over",
         values));
   }
-  if (t.retry_period * (1 + kRetryJitter) >= t.renew_deadline) {
+  if (t.retry_period * (1 + Elector::kMaxJitter) >= t.renew_deadline) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--retry-period × 1.2 (its jitter) must be shorter than --renew-deadline: a "
         "leader needs at least one renew attempt before its deadline",
@@ -50,6 +53,10 @@ absl::Status ValidateAddress(const std::string& flag, const std::string& addr) {
   return absl::OkStatus();
 }
 
+absl::Duration DefaultApiTimeout(const ElectionTiming& timing) {
+  return std::min(absl::Seconds(5), timing.renew_deadline / 2);
+}
+
 std::string DefaultIdentity(const std::string& pod_name, const std::string& hostname,
                             const std::string& suffix) {
   return absl::StrCat(pod_name.empty() ? hostname : pod_name, "_", suffix);
@@ -64,12 +71,12 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.lease_namespace = in.lease_namespace;
   if (c.lease_namespace.empty()) c.lease_namespace = in.pod_namespace;
   if (c.lease_namespace.empty()) {
-    c.lease_namespace = std::string(absl::StripAsciiWhitespace(in.incluster_namespace));
+    c.lease_namespace = std::string(absl::StripAsciiWhitespace(in.client_namespace));
   }
   if (c.lease_namespace.empty()) {
     return absl::InvalidArgumentError(
-        "--lease-namespace is required outside a Pod (no POD_NAMESPACE and no "
-        "ServiceAccount namespace file)");
+        "--lease-namespace is required: no POD_NAMESPACE, no ServiceAccount namespace "
+        "file and no namespace in the kubeconfig context");
   }
   c.identity = in.identity.empty() ? DefaultIdentity(in.pod_name, in.hostname, in.random_suffix)
                                    : in.identity;
@@ -80,7 +87,23 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.grpc_addr = in.grpc_addr;
   if (absl::Status s = ValidateAddress("http-addr", c.http_addr); !s.ok()) return s;
   if (absl::Status s = ValidateAddress("grpc-addr", c.grpc_addr); !s.ok()) return s;
+  c.metrics_addr = in.metrics_addr;
+  if (!c.metrics_addr.empty()) {
+    if (absl::Status s = ValidateAddress("metrics-addr", c.metrics_addr); !s.ok()) return s;
+  }
   c.release_on_shutdown = in.release_on_shutdown;
+  c.api_timeout = in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing)
+                                                           : in.api_timeout;
+  if (c.api_timeout < absl::ZeroDuration() || c.api_timeout >= c.timing.renew_deadline) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--api-timeout=", absl::FormatDuration(c.api_timeout),
+        " must be positive and shorter than --renew-deadline=",
+        absl::FormatDuration(c.timing.renew_deadline)));
+  }
+  if (in.shutdown_grace <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--shutdown-grace must be positive");
+  }
+  c.shutdown_grace = in.shutdown_grace;
   return c;
 }
 

@@ -24,12 +24,9 @@ struct ElectionTiming {
   absl::Duration retry_period = absl::Seconds(2);
 };
 
-// Jitter applied to retry_period; retry_period × (1 + kRetryJitter) must stay
-// below renew_deadline so a leader gets at least one renew in before it.
-inline constexpr double kRetryJitter = 0.2;
-
-// Checks renewDeadline < leaseDuration, retryPeriod × 1.2 < renewDeadline and
-// that all are positive. InvalidArgument naming the flags and saying why.
+// Checks renewDeadline < leaseDuration, retryPeriod × 1.2 < renewDeadline (the
+// retry period is stretched by up to Elector::kMaxJitter, and a leader needs
+// one renew attempt before its deadline) and that all are positive. InvalidArgument naming the flags and saying why.
 absl::Status ValidateTiming(const ElectionTiming& timing);
 
 struct SidecarConfig {
@@ -40,8 +37,20 @@ struct SidecarConfig {
   std::string kubeconfig;  // empty: in-cluster config
   std::string http_addr = "127.0.0.1:4040";
   std::string grpc_addr = "127.0.0.1:4041";
+  // Serves /metrics and the probe endpoints only, e.g. on the Pod IP for
+  // Prometheus, without exposing /leader and Resign. Empty: none.
+  std::string metrics_addr;
   bool release_on_shutdown = true;
+  // Deadline of every request to the API server.
+  absl::Duration api_timeout = absl::Seconds(5);
+  // On SIGTERM: time allowed for the release, and again for closing servers.
+  absl::Duration shutdown_grace = absl::Seconds(5);
 };
+
+// The API request deadline when --api-timeout is not given: 5s, but at most
+// half the renew deadline, so one hung request cannot use up a leader's
+// whole renew deadline.
+absl::Duration DefaultApiTimeout(const ElectionTiming& timing);
 
 // The raw inputs ConfigFrom turns into a SidecarConfig: flag values as given
 // plus the environment and files they may default from.
@@ -53,10 +62,15 @@ struct ConfigInputs {
   std::string kubeconfig;
   std::string http_addr;
   std::string grpc_addr;
+  std::string metrics_addr;
   bool release_on_shutdown = true;
+  absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
+  absl::Duration shutdown_grace = absl::Seconds(5);
   std::string pod_name;          // $POD_NAME
   std::string pod_namespace;     // $POD_NAMESPACE
-  std::string incluster_namespace;  // contents of the ServiceAccount namespace file
+  // The namespace of the API client configuration: the kubeconfig context's,
+  // or in a Pod the ServiceAccount namespace file's.
+  std::string client_namespace;
   std::string hostname;
   std::string random_suffix;     // for the default identity
 };

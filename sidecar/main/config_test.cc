@@ -59,9 +59,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "whole number of seconds"}),
     [](const auto& info) { return std::string(info.param.name); });
 
-TEST(ConfigTest, NamespaceFromFlagThenEnvThenInClusterFile) {
+TEST(ConfigTest, NamespaceFromFlagThenEnvThenClientConfig) {
   ConfigInputs in = ValidInputs();
-  in.incluster_namespace = "from-file\n";
+  in.client_namespace = "from-file\n";
   in.lease_namespace = "from-flag";
   EXPECT_EQ(ConfigFrom(in)->lease_namespace, "from-flag");
   in.lease_namespace = "";
@@ -97,6 +97,24 @@ TEST(ConfigTest, BadAddressNamesTheFlag) {
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--grpc-addr=localhost"));
   in.grpc_addr = "127.0.0.1:70000";
   EXPECT_FALSE(ConfigFrom(in).ok());
+}
+
+TEST(ConfigTest, ApiTimeoutDefaultsToAtMostHalfTheRenewDeadline) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->api_timeout, absl::Seconds(5));
+  in.timing = {absl::Seconds(2), absl::Milliseconds(1500), absl::Milliseconds(250)};
+  EXPECT_EQ(ConfigFrom(in)->api_timeout, absl::Milliseconds(750));
+  in.api_timeout = absl::Seconds(2);
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--api-timeout=2s"));
+}
+
+TEST(ConfigTest, MetricsAddressIsOptionalButChecked) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->metrics_addr, "");
+  in.metrics_addr = "0.0.0.0:9090";
+  EXPECT_EQ(ConfigFrom(in)->metrics_addr, "0.0.0.0:9090");
+  in.metrics_addr = "9090";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--metrics-addr"));
 }
 
 }  // namespace

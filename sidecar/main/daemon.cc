@@ -1,0 +1,182 @@
+#include "sidecar/main/daemon.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "sidecar/common/log.h"
+#include "sidecar/kube/kube_client.h"
+
+namespace baton {
+namespace {
+
+Leadership InitialLeadership(const SidecarConfig& config) {
+  Leadership l;
+  l.identity = config.identity;
+  l.lease_name = config.lease_name;
+  l.lease_namespace = config.lease_namespace;
+  return l;
+}
+
+}  // namespace
+
+Daemon::Daemon(const SidecarConfig& config, Clock* clock)
+    : config_(config),
+      clock_(clock),
+      publisher_(InitialLeadership(config)),
+      metrics_(&publisher_, clock),
+      listener_(&metrics_) {}
+
+absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const SidecarConfig& config,
+                                                      kube::RestConfig rest) {
+  std::unique_ptr<Daemon> daemon(new Daemon(config, SystemClock()));
+  if (absl::Status s = daemon->StartComponents(std::move(rest)); !s.ok()) {
+    daemon->Stop(absl::ZeroDuration());
+    return s;
+  }
+  return daemon;
+}
+
+absl::Status Daemon::StartComponents(kube::RestConfig rest) {
+  rest.request_timeout = config_.api_timeout;
+  kube::KubeClientOptions client_options;
+  client_options.observer = [this](std::string_view verb, int code, absl::Duration latency) {
+    metrics_.ObserveApiRequest(absl::string_view(verb.data(), verb.size()), code, latency);
+  };
+  // The election and the watch each get a client: a watch holds its
+  // connection for minutes and must never delay a renew.
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> election_client =
+      kube::KubeClient::Create(rest, client_options);
+  if (!election_client.ok()) return election_client.status();
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> watch_client =
+      kube::KubeClient::Create(rest, client_options);
+  if (!watch_client.ok()) return watch_client.status();
+
+  store_ = std::make_unique<kube::KubeLeaseStore>(std::move(*election_client),
+                                                  config_.lease_namespace, config_.lease_name);
+  Elector::Options options;
+  options.identity = config_.identity;
+  options.lease_name = config_.lease_name;
+  options.lease_namespace = config_.lease_namespace;
+  options.lease_duration = config_.timing.lease_duration;
+  options.renew_deadline = config_.timing.renew_deadline;
+  options.retry_period = config_.timing.retry_period;
+  options.release_on_shutdown = config_.release_on_shutdown;
+  options.listener = &listener_;
+  elector_ = std::make_unique<Elector>(std::move(options), clock_, store_.get());
+  loop_ = std::make_unique<ElectionLoop>(elector_.get(), &publisher_);
+
+  api_context_.publisher = &publisher_;
+  api_context_.clock = clock_;
+  api_context_.metrics = &metrics_;
+  api_context_.hooks.liveness = [this] { return Liveness(); };
+  api_context_.hooks.readiness = [this] { return Readiness(); };
+  api_context_.hooks.resign = [this] { return Resign(); };
+
+  // Servers first: a port already in use should stop the sidecar before it
+  // campaigns, not after it has become leader.
+  HttpServerOptions http_options;
+  http_options.address = config_.http_addr;
+  http_options.routes = HttpRoutes::kApi;
+  http_ = std::make_unique<HttpServer>(http_options, &api_context_);
+  if (absl::Status s = http_->Start(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("--http-addr=", config_.http_addr, ": ", s.message()));
+  }
+  if (!config_.metrics_addr.empty()) {
+    HttpServerOptions metrics_options;
+    metrics_options.address = config_.metrics_addr;
+    metrics_options.routes = HttpRoutes::kProbesAndMetrics;
+    metrics_http_ = std::make_unique<HttpServer>(metrics_options, &api_context_);
+    if (absl::Status s = metrics_http_->Start(); !s.ok()) {
+      return absl::Status(s.code(),
+                          absl::StrCat("--metrics-addr=", config_.metrics_addr, ": ", s.message()));
+    }
+  }
+  GrpcServerOptions grpc_options;
+  grpc_options.address = config_.grpc_addr;
+  grpc_ = std::make_unique<GrpcServer>(grpc_options, &api_context_);
+  if (absl::Status s = grpc_->Start(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("--grpc-addr=", config_.grpc_addr, ": ", s.message()));
+  }
+
+  loop_->Start();
+  watcher_ = std::make_unique<kube::LeaseWatcher>(
+      std::move(*watch_client), config_.lease_namespace, config_.lease_name,
+      [this](const std::optional<LeaseRecord>& record) { loop_->Observe(record); },
+      [this](const absl::Status& status) { OnWatchStatus(status); });
+  watcher_->Start();
+  spdlog::info("event=started identity={} lease={}/{} server={} http={} grpc={}{}",
+               LogValue(config_.identity), config_.lease_namespace, config_.lease_name,
+               rest.ServerUrl(), config_.http_addr, config_.grpc_addr,
+               config_.metrics_addr.empty() ? "" : " metrics=" + config_.metrics_addr);
+  return absl::OkStatus();
+}
+
+void Daemon::OnWatchStatus(const absl::Status& status) {
+  const bool works = status.ok();
+  if (watch_works_ == works) return;
+  watch_works_ = works;
+  loop_->SetWatchAvailable(works);
+  if (works) return;  // the watcher logs event=watch_started itself
+  if (status.code() == absl::StatusCode::kPermissionDenied) {
+    spdlog::warn(
+        "event=watch_forbidden lease={}/{} error={} next=\"polling every retry period; grant "
+        "the watch verb on leases for sub-second handover\"",
+        config_.lease_namespace, config_.lease_name, LogValue(std::string(status.message())));
+  } else {
+    spdlog::warn("event=watch_failed lease={}/{} error={} next=\"polling every retry period "
+                 "while the watch reconnects\"",
+                 config_.lease_namespace, config_.lease_name, LogValue(status.ToString()));
+  }
+}
+
+absl::Status Daemon::Liveness() const {
+  // A store call may legitimately block the loop for one API timeout (a
+  // release: two); beyond that plus a retry period it is stuck.
+  const absl::Duration slack = 2 * config_.api_timeout + config_.timing.retry_period;
+  const ElectionHealth health = loop_->Health();
+  const MonoTime now = clock_->Monotonic();
+  if (health.Overdue(now, slack)) {
+    return absl::UnavailableError(absl::StrCat(
+        "election loop is ", absl::FormatDuration(now - health.next_step), " late"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::Readiness() const {
+  const LeadershipPublisher::Versioned current = publisher_.Current();
+  if (!current.leadership.observed) {
+    return absl::UnavailableError("the Lease has not been read yet");
+  }
+  const ElectionHealth health = loop_->Health();
+  const absl::Duration limit = config_.timing.lease_duration + config_.api_timeout;
+  if (!health.last_api_contact || clock_->Monotonic() - *health.last_api_contact > limit) {
+    return absl::UnavailableError(
+        absl::StrCat("no answer from the API server for over ", absl::FormatDuration(limit)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Daemon::Resign() {
+  if (!loop_->Resign(config_.api_timeout)) {
+    return absl::UnavailableError("the sidecar is shutting down or busy; try again");
+  }
+  return absl::OkStatus();
+}
+
+void Daemon::Stop(absl::Duration grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  if (loop_ != nullptr && !loop_->Shutdown(grace)) {
+    spdlog::warn("event=release_timeout grace={} next=\"exiting; the Lease expires on its own\"",
+                 absl::FormatDuration(grace));
+  }
+  if (watcher_ != nullptr) watcher_->Stop();
+  const absl::Time deadline = absl::Now() + grace;
+  if (grpc_ != nullptr) grpc_->Shutdown(deadline);
+  if (http_ != nullptr) http_->Shutdown(deadline);
+  if (metrics_http_ != nullptr) metrics_http_->Shutdown(deadline);
+}
+
+Daemon::~Daemon() { Stop(absl::ZeroDuration()); }
+
+}  // namespace baton
