@@ -16,10 +16,14 @@ _UNAVAILABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
 
 
 def channel_options(min_backoff: float, max_backoff: float) -> list:
-    """Reconnect quickly when the sidecar restarts (gRPC's default backoff
-    grows to two minutes)."""
-    return [("grpc.initial_reconnect_backoff_ms", int(min_backoff * 1000)),
-            ("grpc.min_reconnect_backoff_ms", int(min_backoff * 1000)),
+    """Reconnect quickly when the sidecar restarts: gRPC's default backoff
+    grows to two minutes, and its resolver waits 30s between re-resolutions
+    (even of an IP literal) after a connection drops.
+    grpc.min_reconnect_backoff_ms keeps its default: it also bounds each
+    connection handshake."""
+    ms = int(min_backoff * 1000)
+    return [("grpc.initial_reconnect_backoff_ms", ms),
+            ("grpc.dns_min_time_between_resolutions_ms", ms),
             ("grpc.max_reconnect_backoff_ms", int(max_backoff * 1000))]
 
 

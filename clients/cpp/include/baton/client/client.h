@@ -1,0 +1,204 @@
+// baton::client: the C++ client of the baton leader-election sidecar. It asks
+// the sidecar beside the application, over gRPC on localhost, whether this pod
+// leads, for how long that is guaranteed, and which fencing token to tag
+// writes with.
+//
+//   auto client = baton::client::Client::Create();  // $BATON_GRPC_ADDR or 127.0.0.1:4041
+//   if (!client.ok()) return client.status();
+//   absl::StatusOr<int32_t> token = (*client)->RequireLeader(absl::Milliseconds(500));
+//   if (token.ok()) store.Put(key, value, *token);  // the store refuses stale tokens
+//
+// Errors are absl::Status codes: kUnavailable when no sidecar answers (act as
+// a follower; the client reconnects with backoff by itself), and
+// kFailedPrecondition from RequireLeader when this pod must not write
+// (IsNotLeader()).
+#ifndef BATON_CLIENT_CLIENT_H_
+#define BATON_CLIENT_CLIENT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace baton::client {
+namespace internal {
+struct Connection;  // the gRPC channel and stub, shared by a Client and its Watches
+}  // namespace internal
+
+// Where the sidecar serves gRPC by default, and the variable that overrides it.
+inline constexpr absl::string_view kDefaultGrpcAddr = "127.0.0.1:4041";
+inline constexpr absl::string_view kGrpcAddrEnv = "BATON_GRPC_ADDR";
+
+// What the sidecar reported at one moment. A default-constructed Leadership
+// means "not leader, nothing known", which is also what an application must
+// assume while the sidecar cannot be reached.
+struct Leadership {
+  // This pod held the Lease, within its renew deadline, when the sidecar
+  // answered.
+  bool is_leader = false;
+  // This sidecar's holder identity (new for every sidecar process), and the
+  // Lease's holder as last observed ("" when nobody holds it).
+  std::string identity;
+  std::string holder_identity;
+  // The token to tag writes with while is_leader; otherwise the last observed
+  // leaseTransitions.
+  int32_t fencing_token = 0;
+  std::string lease_name;
+  std::string lease_namespace;
+  // metadata.uid of the Lease; changes when it is deleted and recreated.
+  std::string lease_uid;
+  // The Lease's acquireTime and renewTime (the holder's wall clock), if known.
+  std::optional<absl::Time> acquire_time;
+  std::optional<absl::Time> renew_time;
+  // Guaranteed leadership left when the sidecar answered; zero if not leader.
+  absl::Duration valid_for = absl::ZeroDuration();
+  // When that guarantee ends on this process's monotonic clock, counted from
+  // when the request was sent (unary calls) or the message arrived (Watch).
+  std::chrono::steady_clock::time_point valid_until{};
+  // The Lease's leaseDurationSeconds, if known.
+  std::optional<absl::Duration> lease_duration;
+  // The sidecar has read the Lease (or its absence) at least once.
+  bool observed = false;
+  // The sidecar is shutting down or resigning.
+  bool stepping_down = false;
+
+  // Guaranteed leadership left now: zero if not leader or already past.
+  absl::Duration Remaining() const;
+};
+
+struct ClientOptions {
+  // host:port, :port (on 127.0.0.1) or unix:PATH. Empty: $BATON_GRPC_ADDR,
+  // else kDefaultGrpcAddr.
+  std::string grpc_addr;
+  // Bounds every unary call, so a paused sidecar cannot block the caller.
+  absl::Duration call_timeout = absl::Seconds(2);
+  // How often a Watch asks the sidecar to repeat the state when nothing
+  // changes. A stream silent for twice that plus a second is taken as stuck
+  // and reconnected.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Exponential backoff between reconnection attempts.
+  absl::Duration min_backoff = absl::Milliseconds(100);
+  absl::Duration max_backoff = absl::Seconds(2);
+};
+
+// The address a client with `explicit_addr` uses: it if non-empty, else
+// $BATON_GRPC_ADDR, else kDefaultGrpcAddr; ":4041" means 127.0.0.1:4041.
+// kInvalidArgument (naming the variable) for anything but host:port, :port or
+// unix:PATH.
+absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr);
+
+// True for RequireLeader's "this pod must not write" answer.
+bool IsNotLeader(const absl::Status& status);
+
+// A blocking reader of one sidecar's leadership changes, from
+// Client::Watch(). Next() is for one thread at a time; Cancel() may be called
+// from any thread. Destroying it cancels and joins its stream.
+class Watch {
+ public:
+  ~Watch();
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
+
+  // Blocks until there is news and returns it: the current state first, then
+  // each change of leader, holder, token, stepping-down, observed or Lease uid
+  // (not every renew); after a reconnect, the first state again. When a
+  // leader's guarantee runs out before the sidecar confirms it again (a paused
+  // sidecar), returns that state with is_leader false.
+  //
+  // kUnavailable when the stream broke, went silent or could not be opened:
+  // act as a follower; the next call reconnects after a backoff delay.
+  // kDeadlineExceeded after `timeout` without news; kCancelled once Cancel()
+  // was called.
+  absl::StatusOr<Leadership> Next(absl::Duration timeout = absl::InfiniteDuration());
+
+  // Makes a blocked or later Next() return kCancelled. Thread-safe.
+  void Cancel();
+
+ private:
+  friend class Client;
+  struct Item;
+  struct Stream;
+  explicit Watch(std::shared_ptr<const internal::Connection> connection);
+
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  void StartStream();
+  void StopStream();
+  // Ends the current stream after `status` and schedules the reconnection.
+  absl::Status Fail(absl::Status status);
+  // Reads the stream on reader_ until it ends, posting into item_.
+  void ReadStream(const std::shared_ptr<Stream>& stream);
+
+  const std::shared_ptr<const internal::Connection> connection_;
+
+  absl::Mutex mu_;
+  // The latest message or final status of the current stream; only the
+  // latest state matters.
+  std::unique_ptr<Item> item_ ABSL_GUARDED_BY(mu_);
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<Stream> stream_ ABSL_GUARDED_BY(mu_);
+
+  // Used by Next() (one thread at a time) only.
+  std::thread reader_;      // joinable while a stream is open
+  bool connected_ = false;  // a message arrived on the current stream
+  absl::Duration backoff_;
+  TimePoint reconnect_at_{};
+  TimePoint stall_at_{};
+  std::optional<Leadership> last_;
+};
+
+// A client of one sidecar. Thread-safe; make one per process. It connects
+// lazily and reconnects with backoff whenever the sidecar restarts.
+class Client {
+ public:
+  // kInvalidArgument for a bad address (see ResolveGrpcAddr). Never fails
+  // because the sidecar is absent: that shows on the first call.
+  static absl::StatusOr<std::unique_ptr<Client>> Create(ClientOptions options = {});
+
+  // The address in use.
+  const std::string& addr() const;
+
+  // The current state. kUnavailable (fast) when no sidecar answers.
+  absl::StatusOr<Leadership> GetLeadership() const;
+
+  // Whether this pod leads right now; an error means "treat as follower".
+  absl::StatusOr<bool> IsLeader() const;
+
+  // The fencing token to tag a write with, if this pod leads with at least
+  // `min_validity` of guaranteed leadership left (counted from when the
+  // request was sent). kFailedPrecondition (IsNotLeader) otherwise, with the
+  // reason; kUnavailable when no sidecar answers.
+  absl::StatusOr<int32_t> RequireLeader(absl::Duration min_validity) const;
+
+  // Steps down now and releases the Lease so another pod takes over at once.
+  // On return this sidecar already answers not-leader; it keeps campaigning.
+  // Returns whether this pod was leader.
+  absl::StatusOr<bool> Resign() const;
+
+  // Blocks until this pod leads, through sidecar restarts, and returns that
+  // state; kDeadlineExceeded (with the last error, if any) after `timeout`.
+  absl::StatusOr<Leadership> WaitUntilLeader(
+      absl::Duration timeout = absl::InfiniteDuration()) const;
+
+  // A new watch of this sidecar (see Watch). It opens its stream on the first
+  // Next().
+  std::unique_ptr<class Watch> Watch() const;
+
+ private:
+  explicit Client(std::shared_ptr<const internal::Connection> connection);
+
+  const std::shared_ptr<const internal::Connection> connection_;
+};
+
+}  // namespace baton::client
+
+#endif  // BATON_CLIENT_CLIENT_H_

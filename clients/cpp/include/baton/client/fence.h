@@ -1,0 +1,59 @@
+// Fencing: the store side (Fence) and how a write carries its token.
+//
+// The pattern:
+//   1. Right before each write the writer calls Client::RequireLeader(d), with
+//      d the time the write needs; a follower gets kFailedPrecondition.
+//   2. The writer sends the token with the write: a field of the request, the
+//      kTokenHeader HTTP header, or the kTokenMetadataKey gRPC metadata.
+//   3. The store keeps the highest token it has admitted and refuses a lower
+//      one, atomically with the write (Fence::Admit).
+// Step 3 is what makes it safe: a deposed leader may not know yet that it was
+// deposed, and its write may already be on its way.
+#ifndef BATON_CLIENT_FENCE_H_
+#define BATON_CLIENT_FENCE_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+
+namespace baton::client {
+
+// The HTTP header, and the gRPC metadata key, that carry a fencing token.
+inline constexpr absl::string_view kTokenHeader = "Baton-Fencing-Token";
+inline constexpr absl::string_view kTokenMetadataKey = "baton-fencing-token";
+
+// Parses a token as written in kTokenHeader: a non-negative 32-bit decimal
+// integer; kInvalidArgument otherwise.
+absl::StatusOr<int32_t> ParseToken(absl::string_view text);
+
+// The store side of fencing for one Lease: remembers the highest token
+// admitted and refuses lower ones; equal tokens are admitted (the same leader
+// writing again). Thread-safe.
+//
+// Admit must be atomic with the write it guards: hold the store's own lock or
+// transaction across both. A store that persists its data should persist
+// Highest() with it and construct the Fence with it after a restart.
+class Fence {
+ public:
+  explicit Fence(std::optional<int32_t> highest = std::nullopt) : highest_(highest) {}
+
+  // Records `token`; kAborted (recording nothing) if a higher token was
+  // admitted before: the writer is a deposed leader.
+  absl::Status Admit(int32_t token) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The highest admitted token; nullopt before the first.
+  std::optional<int32_t> Highest() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  mutable absl::Mutex mu_;
+  std::optional<int32_t> highest_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace baton::client
+
+#endif  // BATON_CLIENT_FENCE_H_

@@ -1,0 +1,398 @@
+#include "baton/client/client.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <random>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "baton/v1/leader_election.grpc.pb.h"
+#include "baton/v1/leader_election.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace baton::client {
+
+namespace internal {
+struct Connection {
+  std::string addr;
+  ClientOptions options;
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::LeaderElection::Stub> stub;
+};
+}  // namespace internal
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+absl::Duration FromProto(const google::protobuf::Duration& d) {
+  return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
+}
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+// `since` is when the answer's validity starts counting.
+Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
+  Leadership l;
+  l.is_leader = m.is_leader();
+  l.identity = m.identity();
+  l.holder_identity = m.holder_identity();
+  l.fencing_token = m.fencing_token();
+  l.lease_name = m.lease_name();
+  l.lease_namespace = m.lease_namespace();
+  l.lease_uid = m.lease_uid();
+  if (m.has_acquire_time()) l.acquire_time = FromProto(m.acquire_time());
+  if (m.has_renew_time()) l.renew_time = FromProto(m.renew_time());
+  if (m.has_lease_duration()) l.lease_duration = FromProto(m.lease_duration());
+  l.observed = m.observed();
+  l.stepping_down = m.stepping_down();
+  if (l.is_leader) {
+    l.valid_for = FromProto(m.valid_for());
+    l.valid_until = since + absl::ToChronoNanoseconds(l.valid_for);
+  }
+  return l;
+}
+
+// What a watch compares to decide whether a state is news: everything but
+// the times that move on every renew or answer.
+auto Key(const Leadership& l) {
+  return std::tie(l.is_leader, l.observed, l.stepping_down, l.identity, l.holder_identity,
+                  l.lease_uid, l.fencing_token);
+}
+
+// The one mapping from gRPC statuses to absl on this boundary: anything that
+// means "no usable sidecar here" is kUnavailable with a message that says
+// what to check.
+absl::Status Translate(const std::string& addr, const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::CANCELLED:
+      return absl::UnavailableError(
+          absl::StrCat("no baton sidecar answering at ", addr,
+                       " (is the baton container running, and is $", kGrpcAddrEnv,
+                       " right?): ", status.error_message()));
+    default:
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat(addr, ": ", status.error_message()));
+  }
+}
+
+std::string NotLeaderReason(const Leadership& l, absl::Duration remaining,
+                            absl::Duration min_validity) {
+  if (l.is_leader) {
+    return absl::StrCat("leader, but only ", absl::FormatDuration(remaining),
+                        " of guaranteed leadership left (", absl::FormatDuration(min_validity),
+                        " needed)");
+  }
+  if (!l.observed) return "not leader: the sidecar has not read the Lease yet";
+  if (l.stepping_down) return "not leader: the sidecar is stepping down";
+  if (l.holder_identity.empty()) return "not leader: the Lease has no holder";
+  if (l.holder_identity == l.identity) return "not leader: the renew deadline passed";
+  return absl::StrCat("not leader: the Lease is held by ", l.holder_identity);
+}
+
+constexpr absl::string_view kNotLeaderPayload = "baton.client/not-leader";
+
+std::chrono::system_clock::time_point CallDeadline(absl::Duration timeout) {
+  return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout);
+}
+
+// A watch that hears nothing for this long reconnects.
+absl::Duration StallTimeout(const ClientOptions& options) {
+  return 2 * options.heartbeat_interval + absl::Seconds(1);
+}
+
+// A monotonic deadline `timeout` from now; InfiniteDuration never comes.
+Clock::time_point After(absl::Duration timeout) {
+  const Clock::time_point now = Clock::now();
+  if (timeout >= absl::Hours(24 * 365)) return Clock::time_point::max();
+  return now + absl::ToChronoNanoseconds(timeout);
+}
+
+}  // namespace
+
+absl::Duration Leadership::Remaining() const {
+  if (!is_leader) return absl::ZeroDuration();
+  return std::max(absl::FromChrono(valid_until - Clock::now()), absl::ZeroDuration());
+}
+
+absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr) {
+  std::string addr(explicit_addr);
+  std::string source = "address";
+  if (addr.empty()) {
+    const char* env = std::getenv(std::string(kGrpcAddrEnv).c_str());
+    if (env == nullptr || *env == '\0') return std::string(kDefaultGrpcAddr);
+    addr = env;
+    source = absl::StrCat("$", kGrpcAddrEnv);
+  }
+  if (absl::StartsWith(addr, "unix:")) return addr;
+  const size_t colon = addr.rfind(':');
+  uint32_t port = 0;
+  const std::string host = colon == std::string::npos ? "" : addr.substr(0, colon);
+  if (colon == std::string::npos || !absl::SimpleAtoi(addr.substr(colon + 1), &port) ||
+      port == 0 || port > 65535 || absl::StartsWith(host, "[") != absl::EndsWith(host, "]")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, " \"", addr, "\" is not host:port, :port or unix:PATH"));
+  }
+  return absl::StrCat(host.empty() ? "127.0.0.1" : host, ":", port);
+}
+
+bool IsNotLeader(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         status.GetPayload(kNotLeaderPayload).has_value();
+}
+
+// --- Client ------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
+  absl::StatusOr<std::string> addr = ResolveGrpcAddr(options.grpc_addr);
+  if (!addr.ok()) return addr.status();
+  grpc::ChannelArguments args;
+  // gRPC's default reconnect backoff grows to two minutes, and its resolver
+  // waits 30s between re-resolutions (even of an IP literal) after a
+  // connection drops; a sidecar restart should be noticed within
+  // max_backoff. (GRPC_ARG_MIN_RECONNECT_BACKOFF_MS also bounds each
+  // connection handshake, so it keeps its default.)
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.min_backoff)));
+  args.SetInt(GRPC_ARG_DNS_MIN_TIME_BETWEEN_RESOLUTIONS_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.min_backoff)));
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
+              static_cast<int>(absl::ToInt64Milliseconds(options.max_backoff)));
+  // Loopback only: the sidecar serves plaintext on 127.0.0.1.
+  auto connection = std::make_shared<internal::Connection>();
+  connection->channel = grpc::CreateCustomChannel(*addr, grpc::InsecureChannelCredentials(), args);
+  connection->stub = v1::LeaderElection::NewStub(connection->channel);
+  connection->addr = *std::move(addr);
+  connection->options = std::move(options);
+  return std::unique_ptr<Client>(new Client(std::move(connection)));
+}
+
+Client::Client(std::shared_ptr<const internal::Connection> connection)
+    : connection_(std::move(connection)) {}
+
+const std::string& Client::addr() const { return connection_->addr; }
+
+absl::StatusOr<Leadership> Client::GetLeadership() const {
+  grpc::ClientContext context;
+  context.set_deadline(CallDeadline(connection_->options.call_timeout));
+  v1::Leadership response;
+  const Clock::time_point sent = Clock::now();
+  const grpc::Status status =
+      connection_->stub->GetLeadership(&context, v1::GetLeadershipRequest(), &response);
+  if (!status.ok()) return Translate(connection_->addr, status);
+  return FromProto(response, sent);
+}
+
+absl::StatusOr<bool> Client::IsLeader() const {
+  absl::StatusOr<Leadership> l = GetLeadership();
+  if (!l.ok()) return l.status();
+  return l->is_leader;
+}
+
+absl::StatusOr<int32_t> Client::RequireLeader(absl::Duration min_validity) const {
+  absl::StatusOr<Leadership> l = GetLeadership();
+  if (!l.ok()) return l.status();
+  const absl::Duration remaining = l->Remaining();
+  if (!l->is_leader || remaining <= absl::ZeroDuration() || remaining < min_validity) {
+    absl::Status status =
+        absl::FailedPreconditionError(NotLeaderReason(*l, remaining, min_validity));
+    status.SetPayload(kNotLeaderPayload, absl::Cord(l->holder_identity));
+    return status;
+  }
+  return l->fencing_token;
+}
+
+absl::StatusOr<bool> Client::Resign() const {
+  grpc::ClientContext context;
+  context.set_deadline(CallDeadline(connection_->options.call_timeout));
+  v1::ResignResponse response;
+  const grpc::Status status = connection_->stub->Resign(&context, v1::ResignRequest(), &response);
+  if (!status.ok()) return Translate(connection_->addr, status);
+  return response.was_leader();
+}
+
+absl::StatusOr<Leadership> Client::WaitUntilLeader(absl::Duration timeout) const {
+  const Clock::time_point deadline = After(timeout);
+  std::unique_ptr<class Watch> watch = Watch();
+  absl::Status last_error;
+  while (true) {
+    const absl::Duration left = deadline == Clock::time_point::max()
+                                    ? absl::InfiniteDuration()
+                                    : absl::FromChrono(deadline - Clock::now());
+    absl::StatusOr<Leadership> l = watch->Next(std::max(left, absl::ZeroDuration()));
+    if (l.ok() && l->is_leader) return l;
+    if (l.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          "not leader after ", absl::FormatDuration(timeout),
+          last_error.ok() ? "" : absl::StrCat(" (last error: ", last_error.message(), ")")));
+    }
+    if (!l.ok()) last_error = l.status();
+  }
+}
+
+std::unique_ptr<Watch> Client::Watch() const {
+  return std::unique_ptr<class Watch>(new class Watch(connection_));
+}
+
+// --- Watch ---------------------------------------------------------------------
+
+struct Watch::Item {
+  absl::StatusOr<Leadership> value;
+};
+
+struct Watch::Stream {
+  grpc::ClientContext context;
+};
+
+Watch::Watch(std::shared_ptr<const internal::Connection> connection)
+    : connection_(std::move(connection)), backoff_(connection_->options.min_backoff) {}
+
+Watch::~Watch() {
+  Cancel();
+  StopStream();
+}
+
+void Watch::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (stream_ != nullptr) stream_->context.TryCancel();
+}
+
+void Watch::StartStream() {
+  auto stream = std::make_shared<Stream>();
+  {
+    absl::MutexLock lock(&mu_);
+    item_.reset();
+    stream_ = stream;
+  }
+  connected_ = false;
+  stall_at_ = After(StallTimeout(connection_->options));
+  // Opening the stream can block (a paused sidecar accepts the connection
+  // but never answers), so it happens on the reader thread too; Next() only
+  // ever waits on item_.
+  reader_ = std::thread([this, stream] { ReadStream(stream); });
+}
+
+void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
+  v1::WatchLeadershipRequest request;
+  const int64_t hb_ns = absl::ToInt64Nanoseconds(connection_->options.heartbeat_interval);
+  request.mutable_heartbeat_interval()->set_seconds(hb_ns / 1000000000);
+  request.mutable_heartbeat_interval()->set_nanos(static_cast<int32_t>(hb_ns % 1000000000));
+  std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader =
+      connection_->stub->WatchLeadership(&stream->context, request);
+  v1::WatchLeadershipResponse message;
+  while (reader->Read(&message)) {
+    auto item = std::make_unique<Item>(Item{FromProto(message.leadership(), Clock::now())});
+    absl::MutexLock lock(&mu_);
+    item_ = std::move(item);
+  }
+  const grpc::Status status = reader->Finish();
+  absl::Status ended =
+      status.ok() ? absl::UnavailableError(absl::StrCat(
+                        "the baton sidecar at ", connection_->addr, " ended the stream (shutting down)"))
+                  : Translate(connection_->addr, status);
+  absl::MutexLock lock(&mu_);
+  item_ = std::make_unique<Item>(Item{std::move(ended)});
+}
+
+void Watch::StopStream() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stream_ != nullptr) stream_->context.TryCancel();
+    stream_.reset();
+  }
+  if (reader_.joinable()) reader_.join();
+  // The reader's last word (kCancelled) is not news.
+  absl::MutexLock lock(&mu_);
+  item_.reset();
+}
+
+absl::Status Watch::Fail(absl::Status status) {
+  StopStream();
+  // The caller now acts as a follower; the next stream starts afresh.
+  last_.reset();
+  if (connected_) backoff_ = connection_->options.min_backoff;
+  static thread_local std::minstd_rand random(std::random_device{}());
+  const double jitter = std::uniform_real_distribution<double>(0.8, 1.2)(random);
+  reconnect_at_ = After(backoff_ * jitter);
+  backoff_ = std::min(2 * backoff_, connection_->options.max_backoff);
+  return status;
+}
+
+absl::StatusOr<Leadership> Watch::Next(absl::Duration timeout) {
+  const Clock::time_point deadline = After(timeout);
+  while (true) {
+    Clock::time_point wake = deadline;
+    if (!reader_.joinable()) {
+      wake = std::min(wake, reconnect_at_);
+    } else {
+      wake = std::min(wake, stall_at_);
+      if (last_.has_value() && last_->is_leader) wake = std::min(wake, last_->valid_until);
+    }
+    std::unique_ptr<Item> item;
+    bool cancelled;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return cancelled_ || item_ != nullptr;
+      };
+      const Clock::time_point now = Clock::now();
+      if (wake > now) {
+        const absl::Duration wait = wake == Clock::time_point::max()
+                                        ? absl::InfiniteDuration()
+                                        : absl::FromChrono(wake - now);
+        mu_.AwaitWithTimeout(absl::Condition(&ready), wait);
+      }
+      cancelled = cancelled_;
+      item = std::move(item_);
+    }
+    if (cancelled) {
+      StopStream();
+      return absl::CancelledError("the watch was cancelled");
+    }
+    const Clock::time_point now = Clock::now();
+    if (!reader_.joinable()) {
+      if (now >= reconnect_at_) {
+        StartStream();
+        continue;
+      }
+      if (now >= deadline) return absl::DeadlineExceededError("no news from the sidecar");
+      continue;
+    }
+    if (item != nullptr) {
+      if (!item->value.ok()) return Fail(item->value.status());
+      Leadership& l = *item->value;
+      stall_at_ = After(StallTimeout(connection_->options));
+      const bool news = !connected_ || !last_.has_value() || Key(l) != Key(*last_);
+      connected_ = true;
+      last_ = std::move(l);
+      if (news) return *last_;
+      continue;
+    }
+    if (last_.has_value() && last_->is_leader && now >= last_->valid_until) {
+      last_->is_leader = false;
+      last_->valid_for = absl::ZeroDuration();
+      last_->valid_until = {};
+      return *last_;
+    }
+    if (now >= stall_at_) {
+      return Fail(absl::UnavailableError(absl::StrCat(
+          "no message from the baton sidecar at ", connection_->addr, " for ",
+          absl::FormatDuration(StallTimeout(connection_->options)))));
+    }
+    if (now >= deadline) return absl::DeadlineExceededError("no news from the sidecar");
+  }
+}
+
+}  // namespace baton::client

@@ -1,0 +1,46 @@
+#include "baton/client/fence.h"
+
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace baton::client {
+namespace {
+
+TEST(FenceTest, AdmitsEqualAndHigherTokensAndRefusesLower) {
+  Fence fence;
+  EXPECT_FALSE(fence.Highest().has_value());
+  EXPECT_TRUE(fence.Admit(3).ok());
+  EXPECT_TRUE(fence.Admit(3).ok());
+  EXPECT_TRUE(fence.Admit(5).ok());
+  const absl::Status stale = fence.Admit(4);
+  EXPECT_EQ(stale.code(), absl::StatusCode::kAborted) << stale;
+  EXPECT_EQ(fence.Highest(), 5);
+}
+
+TEST(FenceTest, StartsFromAPersistedHighestToken) {
+  Fence fence(9);
+  EXPECT_EQ(fence.Admit(8).code(), absl::StatusCode::kAborted);
+  EXPECT_TRUE(fence.Admit(9).ok());
+}
+
+TEST(FenceTest, IsSafeForConcurrentWriters) {
+  Fence fence;
+  std::vector<std::thread> writers;
+  for (int32_t token = 0; token < 16; ++token) {
+    writers.emplace_back([&fence, token] { fence.Admit(token).IgnoreError(); });
+  }
+  for (std::thread& t : writers) t.join();
+  EXPECT_EQ(fence.Highest(), 15);
+}
+
+TEST(ParseTokenTest, AcceptsDigitsOnly) {
+  EXPECT_EQ(ParseToken("42").value_or(-1), 42);
+  for (absl::string_view bad : {"", "-1", "+1", " 1", "x", "2147483648"}) {
+    EXPECT_EQ(ParseToken(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace baton::client

@@ -1,0 +1,244 @@
+// Against real baton sidecars on a real control plane, started by
+// clients/testing/sidecars; $BATON_SIDECARS names its sidecars.json. The
+// sidecars are shared, so each test starts from a settled election.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "baton/client/client.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+
+namespace baton::client {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+struct Sidecar {
+  std::string identity;
+  std::string grpc;
+  int pid = 0;  // 0 while restarting
+};
+
+struct Fixture {
+  absl::Duration lease_duration;
+  absl::Duration renew_deadline;
+  std::vector<Sidecar> sidecars;
+};
+
+Fixture ReadFixture() {
+  const char* path = std::getenv("BATON_SIDECARS");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  google::protobuf::Struct json;
+  EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &json).ok()) << path;
+  const auto& f = json.fields();
+  Fixture fx{absl::Seconds(f.at("leaseDuration").number_value()),
+             absl::Seconds(f.at("renewDeadline").number_value()), {}};
+  for (const auto& v : f.at("sidecars").list_value().values()) {
+    const auto& s = v.struct_value().fields();
+    fx.sidecars.push_back({s.at("identity").string_value(), s.at("grpc").string_value(),
+                           s.at("pid").has_number_value()
+                               ? static_cast<int>(s.at("pid").number_value())
+                               : 0});
+  }
+  return fx;
+}
+
+std::unique_ptr<Client> Connect(const Sidecar& s, absl::Duration call_timeout = absl::Seconds(2)) {
+  ClientOptions options;
+  options.grpc_addr = s.grpc;
+  options.call_timeout = call_timeout;
+  options.heartbeat_interval = absl::Milliseconds(300);
+  options.min_backoff = absl::Milliseconds(50);
+  options.max_backoff = absl::Milliseconds(500);
+  return *Client::Create(options);
+}
+
+void Signal(const Sidecar& s, int sig) {
+  ASSERT_NE(s.pid, 0) << s.identity << " is not running";
+  ASSERT_EQ(kill(s.pid, sig), 0);
+}
+
+class SidecarsTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::getenv("BATON_SIDECARS") == nullptr) {
+      GTEST_SKIP() << "BATON_SIDECARS is not set (clients/test starts the sidecars)";
+    }
+    Settle();
+  }
+
+  // Waits until every sidecar runs and answers and exactly one leads.
+  void Settle() {
+    const auto deadline = steady_clock::now() + std::chrono::seconds(20);
+    std::string last;
+    while (steady_clock::now() < deadline) {
+      fx_ = ReadFixture();
+      int leaders = 0;
+      bool all = true;
+      for (size_t i = 0; i < fx_.sidecars.size() && all; ++i) {
+        absl::StatusOr<Leadership> l = Connect(fx_.sidecars[i])->GetLeadership();
+        all = l.ok() && l->identity == fx_.sidecars[i].identity;
+        if (all && l->is_leader) {
+          ++leaders;
+          leader_ = static_cast<int>(i);
+        }
+        if (!l.ok()) last = l.status().ToString();
+      }
+      if (all && leaders == 1) return;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    FAIL() << "sidecars did not settle in 20s: " << last;
+  }
+
+  Fixture fx_;
+  int leader_ = -1;
+};
+
+TEST_F(SidecarsTest, LeaderGetsItsTokenAndFollowersAreRefused) {
+  std::unique_ptr<Client> leader = Connect(fx_.sidecars[leader_]);
+  absl::StatusOr<Leadership> l = leader->GetLeadership();
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_TRUE(l->is_leader && l->observed);
+  EXPECT_EQ(l->holder_identity, l->identity);
+  EXPECT_GT(l->Remaining(), absl::ZeroDuration());
+  EXPECT_LE(l->valid_for, fx_.renew_deadline);
+  EXPECT_TRUE(l->acquire_time.has_value());
+  EXPECT_EQ(l->lease_duration, fx_.lease_duration);
+  EXPECT_EQ(leader->RequireLeader(absl::Milliseconds(500)).value_or(-1), l->fencing_token);
+  absl::Status too_long = leader->RequireLeader(fx_.renew_deadline + absl::Seconds(1)).status();
+  EXPECT_TRUE(IsNotLeader(too_long)) << too_long;
+
+  for (size_t i = 0; i < fx_.sidecars.size(); ++i) {
+    if (static_cast<int>(i) == leader_) continue;
+    std::unique_ptr<Client> follower = Connect(fx_.sidecars[i]);
+    absl::StatusOr<Leadership> f = follower->GetLeadership();
+    ASSERT_TRUE(f.ok()) << f.status();
+    EXPECT_FALSE(f->is_leader);
+    EXPECT_EQ(f->holder_identity, l->identity);
+    EXPECT_EQ(f->fencing_token, l->fencing_token);
+    EXPECT_EQ(f->Remaining(), absl::ZeroDuration());
+    EXPECT_EQ(follower->IsLeader().value_or(true), false);
+    absl::Status refused = follower->RequireLeader(absl::ZeroDuration()).status();
+    EXPECT_TRUE(IsNotLeader(refused)) << refused;
+    EXPECT_NE(refused.message().find(l->identity), absl::string_view::npos) << refused;
+  }
+}
+
+TEST_F(SidecarsTest, WatchSeesAHandoverWithAHigherToken) {
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::unique_ptr<Watch>> watches;
+  for (const Sidecar& s : fx_.sidecars) {
+    clients.push_back(Connect(s));
+    watches.push_back(clients.back()->Watch());
+  }
+  int32_t before = -1;
+  for (size_t i = 0; i < watches.size(); ++i) {
+    absl::StatusOr<Leadership> first = watches[i]->Next(absl::Seconds(5));
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_EQ(first->is_leader, static_cast<int>(i) == leader_);
+    if (first->is_leader) before = first->fencing_token;
+  }
+  ASSERT_EQ(clients[leader_]->Resign().value_or(false), true);
+
+  // The old leader's watch says it stepped down; a successor's says it leads
+  // with a higher token.
+  absl::StatusOr<Leadership> stepped = watches[leader_]->Next(absl::Seconds(5));
+  ASSERT_TRUE(stepped.ok()) << stepped.status();
+  EXPECT_FALSE(stepped->is_leader);
+  const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  bool handed_over = false;
+  while (!handed_over && steady_clock::now() < deadline) {
+    for (size_t i = 0; i < watches.size() && !handed_over; ++i) {
+      if (static_cast<int>(i) == leader_) continue;
+      absl::StatusOr<Leadership> l = watches[i]->Next(absl::Milliseconds(100));
+      if (l.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
+      ASSERT_TRUE(l.ok()) << l.status();
+      if (l->is_leader) {
+        EXPECT_GT(l->fencing_token, before);
+        handed_over = true;
+      }
+    }
+  }
+  EXPECT_TRUE(handed_over) << "no follower's watch saw it take over";
+}
+
+TEST_F(SidecarsTest, RequireLeaderFailsAfterTheLeaderIsPausedPastItsValidity) {
+  const Sidecar s = fx_.sidecars[leader_];
+  // Long enough to outlast the pause: the question is asked while the sidecar
+  // is stopped and answered by its first act on waking.
+  std::unique_ptr<Client> client = Connect(s, absl::Seconds(20));
+  absl::StatusOr<int32_t> token = client->RequireLeader(absl::ZeroDuration());
+  ASSERT_TRUE(token.ok()) << token.status();
+  std::unique_ptr<Watch> watch = client->Watch();
+  ASSERT_TRUE(watch->Next(absl::Seconds(5)).value_or(Leadership()).is_leader);
+
+  Signal(s, SIGSTOP);
+  const auto paused = steady_clock::now();
+  // The watch gives leadership up by the clock alone.
+  absl::StatusOr<Leadership> expired = watch->Next(fx_.renew_deadline + absl::Seconds(1));
+  const absl::Duration took = absl::FromChrono(steady_clock::now() - paused);
+  EXPECT_TRUE(expired.ok() && !expired->is_leader) << expired.status();
+  EXPECT_LE(took, fx_.renew_deadline + absl::Milliseconds(300));
+
+  absl::StatusOr<int32_t> asked_while_paused;
+  std::thread asker([&] { asked_while_paused = client->RequireLeader(absl::ZeroDuration()); });
+  std::this_thread::sleep_for(absl::ToChronoMilliseconds(fx_.lease_duration + absl::Seconds(1)));
+  Signal(s, SIGCONT);
+  asker.join();
+  EXPECT_TRUE(IsNotLeader(asked_while_paused.status())) << asked_while_paused.status();
+  EXPECT_TRUE(IsNotLeader(client->RequireLeader(absl::ZeroDuration()).status()));
+
+  const int old_leader = leader_;
+  Settle();
+  EXPECT_NE(leader_, old_leader);
+  EXPECT_GT(Connect(fx_.sidecars[leader_])->RequireLeader(absl::ZeroDuration()).value_or(-1),
+            *token);
+}
+
+TEST_F(SidecarsTest, ClientReconnectsAfterTheSidecarRestarts) {
+  const Sidecar s = fx_.sidecars[leader_];
+  std::unique_ptr<Client> client = Connect(s);
+  std::unique_ptr<Watch> watch = client->Watch();
+  ASSERT_TRUE(watch->Next(absl::Seconds(5)).ok());
+
+  Signal(s, SIGKILL);
+  bool outage = false;
+  std::string identity;
+  // The fixture restarts it after 0.5s; the client must notice within its
+  // backoff (0.5s max here), not gRPC's default minutes.
+  const auto deadline = steady_clock::now() + std::chrono::seconds(8);
+  while (identity.empty() && steady_clock::now() < deadline) {
+    absl::StatusOr<Leadership> l = watch->Next(absl::Seconds(1));
+    if (l.status().code() == absl::StatusCode::kUnavailable) {
+      if (!outage) {
+        EXPECT_EQ(client->GetLeadership().status().code(), absl::StatusCode::kUnavailable);
+      }
+      outage = true;
+    } else if (l.ok()) {
+      EXPECT_FALSE(l->is_leader && l->identity == s.identity);
+      if (l->identity != s.identity) identity = l->identity;
+    }
+  }
+  EXPECT_TRUE(outage) << "the watch did not report the outage";
+  ASSERT_FALSE(identity.empty()) << "the watch never reconnected";
+  absl::StatusOr<Leadership> now = client->GetLeadership();
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->identity, identity);
+  EXPECT_EQ(ReadFixture().sidecars[leader_].identity, identity);
+}
+
+}  // namespace
+}  // namespace baton::client
