@@ -36,10 +36,11 @@ bool ElectionLoop::Resign(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   if (!started_ || finished_ || stop_deadline_) return false;
   const uint64_t id = ++resigns_requested_;
-  auto done = [this, id]()
-                  ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return resigns_done_ >= id || finished_; };
-  mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
-  return resigns_done_ >= id;
+  auto stepped_down = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return resigns_stepped_down_ >= id || finished_;
+  };
+  mu_.AwaitWithTimeout(absl::Condition(&stepped_down), timeout);
+  return resigns_stepped_down_ >= id;
 }
 
 bool ElectionLoop::Shutdown(absl::Duration grace) {
@@ -81,10 +82,12 @@ void ElectionLoop::Run() {
     if (work.resign_requests > 0) {
       elector_->BeginStepDown();
       Publish();
+      {
+        absl::MutexLock lock(&mu_);
+        resigns_stepped_down_ = work.resign_requests;
+      }
       wake = elector_->Resign();
       Publish();
-      absl::MutexLock lock(&mu_);
-      resigns_done_ = work.resign_requests;
       continue;
     }
     if (clock_->Monotonic() >= wake) wake = elector_->Step();

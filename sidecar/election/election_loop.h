@@ -61,8 +61,11 @@ class ElectionLoop {
   void SetWatchAvailable(bool available);
 
   // Asks the loop to step down and release now (Elector::Resign) and waits up
-  // to `timeout` for it to finish. Returns whether it finished; if not, it
-  // still happens once the loop gets to it. False also after Shutdown.
+  // to `timeout` until it has published the stepped-down snapshot, so every
+  // answer from then on says not leader; the release write follows on the
+  // loop's thread without being waited for. Returns whether the step-down was
+  // published in time; if not, it still happens once the loop gets to it.
+  // False also after Shutdown.
   bool Resign(absl::Duration timeout);
 
   // Publishes stepping_down, releases the Lease (Elector::Release) if the
@@ -106,7 +109,7 @@ class ElectionLoop {
   std::optional<bool> watch_available_ ABSL_GUARDED_BY(mu_);
   uint64_t resigns_requested_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t resigns_taken_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t resigns_done_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t resigns_stepped_down_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<MonoTime> stop_deadline_ ABSL_GUARDED_BY(mu_);
   ElectionHealth health_ ABSL_GUARDED_BY(mu_);
 };
