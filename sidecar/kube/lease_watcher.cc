@@ -86,19 +86,18 @@ std::string LeaseWatcher::WatchPath(const std::string& rv) const {
   return path;
 }
 
-absl::StatusOr<std::string> LeaseWatcher::Resync() {
+absl::Status LeaseWatcher::Resync() {
   absl::StatusOr<boost::json::value> got = client_->Call(ApiVerb::kGet, LeasePath(ns_, name_));
   if (absl::IsNotFound(got.status())) {
     Deliver(std::nullopt);
-    return std::string();
+    return absl::OkStatus();
   }
   if (!got.ok()) return got.status();
   if (!got->is_object()) return absl::InternalError("GET Lease: the answer is not an object");
   absl::StatusOr<LeaseRecord> record = LeaseRecordFromJson(got->get_object());
   if (!record.ok()) return record.status();
-  std::string rv = record->resource_version;
   Deliver(*std::move(record));
-  return rv;
+  return absl::OkStatus();
 }
 
 absl::Status LeaseWatcher::HandleEvent(absl::string_view line, std::string& rv) {
@@ -175,29 +174,33 @@ void LeaseWatcher::Run() {
     return Wait(wait);
   };
 
-  std::string rv;
-  bool synced = false;
+  std::string rv = options_.start_resource_version;
+  bool synced = !rv.empty();
   while (!stop_.HasBeenNotified()) {
     if (!synced) {
-      absl::StatusOr<std::string> start_rv = Resync();
+      absl::Status read = Resync();
       if (stop_.HasBeenNotified()) break;
-      if (!start_rv.ok()) {
+      if (!read.ok()) {
         spdlog::warn("event=lease_read_failed lease={}/{} error={} next=retry", ns_, name_,
-                     LogValue(start_rv.status().ToString()));
-        Report(start_rv.status());
-        if (!wait_after_failure(start_rv.status())) break;
+                     LogValue(read.ToString()));
+        Report(read);
+        if (!wait_after_failure(read)) break;
         continue;
       }
-      rv = *std::move(start_rv);
+      // Watch from "now", not from the Lease's own resourceVersion: that is
+      // when it last changed, which may predate the API server's watch
+      // cache (after a restart it always does) and would be Gone again.
+      rv.clear();
       synced = true;
     }
 
     const absl::Time started = absl::Now();
+    const bool from_now = rv.empty();
     bool opened = false;
     absl::Status s = WatchOnce(rv, opened);
     if (stop_.HasBeenNotified()) break;
     if (opened) backoff = options_.min_backoff;
-    if (absl::IsFailedPrecondition(s)) {
+    if (absl::IsFailedPrecondition(s) && !from_now) {
       spdlog::info("event=watch_expired lease={}/{} error={} next=reread", ns_, name_,
                    LogValue(s.ToString()));
       synced = false;

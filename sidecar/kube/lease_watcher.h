@@ -2,13 +2,19 @@
 // its owner every change, so followers notice a release or takeover at once
 // instead of polling.
 //
-// On its own thread it GETs the Lease, then watches it from that
-// resourceVersion (fieldSelector metadata.name, with bookmarks), reopening
-// the watch from the last resourceVersion seen whenever the server ends it
-// (every watch_timeout, jittered) or the connection fails (with jittered
+// On its own thread it GETs the Lease (unless told a resourceVersion to
+// start from), then watches it (fieldSelector metadata.name, with bookmarks)
+// from "now": the server first replays the Lease's current state, so nothing
+// that happened after the GET is missed. It reopens the watch from the last
+// resourceVersion seen (event or bookmark) whenever the server ends it (every
+// watch_timeout, jittered) or the connection fails (with jittered
 // exponential backoff, honouring Retry-After; an API-server restart is just
-// such a failure). When the server says the resourceVersion is too old (410
-// Gone / Expired, after etcd compaction), it re-GETs and watches afresh.
+// such a failure). When the server says that resourceVersion is too old (410
+// Gone / Expired: compacted, or older than a restarted server's watch cache),
+// it re-GETs and watches from now again.
+//
+// Only the Lease's own GET and a watch are needed (RBAC verbs get, watch);
+// never list, whose collection resourceVersion client-go's reflector uses.
 //
 // Callbacks run on the watcher's thread, one at a time, never after Stop()
 // returns, and must not call Stop():
@@ -46,6 +52,11 @@ struct LeaseWatcherOptions {
   // Backoff between failed attempts: starts at min, doubles to max, jittered.
   absl::Duration min_backoff = absl::Milliseconds(250);
   absl::Duration max_backoff = absl::Seconds(10);
+  // When set, the first watch starts from this resourceVersion (one the
+  // owner has just read) instead of a GET of its own; nothing is delivered
+  // until the Lease changes. If it has expired, the watcher reads the Lease
+  // as usual.
+  std::string start_resource_version;
 };
 
 class LeaseWatcher {
@@ -72,9 +83,8 @@ class LeaseWatcher {
 
  private:
   void Run();
-  // GETs the Lease, delivers it, and returns the resourceVersion to watch
-  // from ("" when it does not exist: the watch then starts at the newest).
-  absl::StatusOr<std::string> Resync();
+  // GETs the Lease and delivers it (nullopt if it does not exist).
+  absl::Status Resync();
   // One watch request from `rv`, advancing it with every event. OK when the
   // server ends the stream; FailedPrecondition when `rv` has expired.
   absl::Status WatchOnce(std::string& rv, bool& opened);

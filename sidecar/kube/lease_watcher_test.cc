@@ -134,6 +134,7 @@ class LeaseWatcherTest : public ::testing::Test {
     LeaseWatcherOptions options;
     options.min_backoff = absl::Milliseconds(10);
     options.max_backoff = absl::Milliseconds(50);
+    options.start_resource_version = start_resource_version_;
     watcher_ = std::make_unique<LeaseWatcher>(
         *KubeClient::Create(config, client_options), "ns", "lock",
         [this](const std::optional<LeaseRecord>& r) { recorder_.OnRecord(r); },
@@ -151,6 +152,7 @@ class LeaseWatcherTest : public ::testing::Test {
   }
 
   std::string ca_pem_;
+  std::string start_resource_version_;
   std::unique_ptr<TlsTestServer> server_;
   std::atomic<int> gets_{0};
   std::atomic<int> watches_{0};
@@ -182,7 +184,8 @@ TEST_F(LeaseWatcherTest, ReadsThenFollowsEveryChange) {
   EXPECT_THAT(targets[0], HasSubstr("fieldSelector=metadata.name%3Dlock"));
   EXPECT_THAT(targets[0], HasSubstr("allowWatchBookmarks=true"));
   EXPECT_THAT(targets[0], HasSubstr("timeoutSeconds="));
-  EXPECT_THAT(targets[0], ::testing::EndsWith("resourceVersion=5"));
+  // Watched from "now": the Lease's own version may predate the watch cache.
+  EXPECT_THAT(targets[0], ::testing::Not(HasSubstr("resourceVersion=")));
 }
 
 TEST_F(LeaseWatcherTest, ReportsAnOpenWatch) {
@@ -246,9 +249,8 @@ TEST_F(LeaseWatcherTest, ReconnectsFromTheLastResourceVersionIncludingBookmarks)
   EXPECT_TRUE(recorder_.WaitForStatus(absl::StatusCode::kUnavailable));
 }
 
-TEST_F(LeaseWatcherTest, GoneMeansReadAgainAndWatchFromTheNewVersion) {
-  std::atomic<int> gets{0};
-  Serve([&] { return JsonResponse(200, gets++ == 0 ? Lease("5", "a") : Lease("50", "z")); },
+TEST_F(LeaseWatcherTest, GoneMeansReadAgainAndWatchFromNow) {
+  Serve([] { return JsonResponse(200, Lease("50", "z")); },
         [](TlsTestServer::Connection& conn, const HttpRequest&, int n) {
           if (n > 0) return Hold(conn);
           StartChunked(conn);
@@ -257,12 +259,31 @@ TEST_F(LeaseWatcherTest, GoneMeansReadAgainAndWatchFromTheNewVersion) {
                                      R"j("reason":"Expired","code":410})j"));
           Hold(conn);
         });
+  start_resource_version_ = "5";
   StartWatcher();
-  EXPECT_TRUE(recorder_.WaitForRecords({"a@5", "z@50"}));
+  EXPECT_TRUE(recorder_.WaitForRecords({"z@50"}));
   for (int i = 0; i < 500 && watch_targets().size() < 2; ++i)
     absl::SleepFor(absl::Milliseconds(10));
-  ASSERT_GE(watch_targets().size(), 2u);
-  EXPECT_THAT(watch_targets()[1], ::testing::EndsWith("resourceVersion=50"));
+  const std::vector<std::string> targets = watch_targets();
+  ASSERT_GE(targets.size(), 2u);
+  EXPECT_THAT(targets[0], ::testing::EndsWith("resourceVersion=5"));
+  EXPECT_THAT(targets[1], ::testing::Not(HasSubstr("resourceVersion=")));
+  EXPECT_EQ(gets_.load(), 1);
+}
+
+TEST_F(LeaseWatcherTest, GoneOnAWatchFromNowIsAFailureNotALoop) {
+  Serve([] { return JsonResponse(200, Lease("50", "z")); },
+        [](TlsTestServer::Connection& conn, const HttpRequest&, int) {
+          StartChunked(conn);
+          Chunk(conn, Event("ERROR", R"({"kind":"Status","reason":"Expired","code":410})"));
+          Hold(conn);
+        });
+  StartWatcher();
+  ASSERT_TRUE(recorder_.WaitForStatus(absl::StatusCode::kFailedPrecondition));
+  absl::SleepFor(absl::Milliseconds(300));
+  // Paced by backoff (10-50 ms here), not a tight loop of GETs.
+  EXPECT_LT(watches_.load(), 30);
+  EXPECT_EQ(gets_.load(), 1);
 }
 
 TEST_F(LeaseWatcherTest, AnAbsentLeaseIsReportedAndWatchedFromNow) {
