@@ -65,5 +65,3 @@ class StaleTokenError(BatonError):
         self.highest = highest
         super().__init__(
             f"stale fencing token {token}: a write with token {highest} was already accepted")
-
-
