@@ -1,0 +1,294 @@
+// The manifests in deploy/ — kustomize base and examples, the rendered Helm
+// chart — as the real API server accepts and stores them, and the RBAC they
+// grant, asked as the ServiceAccount itself.
+package deploy
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// sidecarMode says where a workload runs baton.
+type sidecarMode int
+
+const (
+	native  sidecarMode = iota // an init container with restartPolicy: Always
+	classic                    // a second entry in containers
+)
+
+// workload is what a test expects of one applied Deployment.
+type workload struct {
+	name            string
+	lease           string
+	mode            sidecarMode
+	leaderReadiness bool
+}
+
+func getDeployment(t *testing.T, ns, name string) appsv1.Deployment {
+	t.Helper()
+	var d appsv1.Deployment
+	out := cp.MustKubectl(t, "", "get", "deployment", name, "-n", ns, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func findContainer(cs []corev1.Container, name string) *corev1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
+}
+
+// checkWorkload checks the Deployment as the API server stored it: the
+// sidecar's placement, its flags, environment, probes, resources and
+// security settings.
+func checkWorkload(t *testing.T, ns string, w workload) {
+	t.Helper()
+	d := getDeployment(t, ns, w.name)
+	pod := d.Spec.Template.Spec
+	var baton *corev1.Container
+	switch w.mode {
+	case native:
+		baton = findContainer(pod.InitContainers, "baton")
+		if baton == nil {
+			t.Fatalf("no init container named baton in %v", pod.InitContainers)
+		}
+		if baton.RestartPolicy == nil || *baton.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			t.Errorf("native sidecar: restartPolicy %v, want Always", baton.RestartPolicy)
+		}
+		if baton.StartupProbe == nil || baton.StartupProbe.HTTPGet == nil || baton.StartupProbe.HTTPGet.Path != "/healthz" {
+			t.Errorf("native sidecar: startupProbe %+v, want GET /healthz (the application starts once baton answers)", baton.StartupProbe)
+		}
+	case classic:
+		if len(pod.InitContainers) != 0 {
+			t.Errorf("classic sidecar: unexpected init containers %v", pod.InitContainers)
+		}
+		baton = findContainer(pod.Containers, "baton")
+		if baton == nil {
+			t.Fatalf("no container named baton in %v", pod.Containers)
+		}
+	}
+
+	for _, want := range []string{"--lease-name=" + w.lease, "--metrics-addr=0.0.0.0:9090",
+		"--http-addr=127.0.0.1:4040", "--grpc-addr=127.0.0.1:4041"} {
+		if !slices.Contains(baton.Args, want) {
+			t.Errorf("baton args %v lack %s", baton.Args, want)
+		}
+	}
+	env := map[string]string{}
+	for _, e := range baton.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("downward API env %v, want POD_NAME=metadata.name POD_NAMESPACE=metadata.namespace", env)
+	}
+
+	if p := baton.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "metrics" {
+		t.Errorf("livenessProbe %+v, want GET /healthz on the metrics port", p)
+	}
+	if w.leaderReadiness {
+		if p := baton.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz/leader" {
+			t.Errorf("readinessProbe %+v, want GET /readyz/leader", p)
+		}
+		if ru := d.Spec.Strategy.RollingUpdate; ru == nil || ru.MaxUnavailable == nil || ru.MaxUnavailable.String() != "100%" {
+			t.Errorf("leader-only readiness without maxUnavailable: 100%%: %+v (the rollout would stall)", d.Spec.Strategy)
+		}
+	} else if baton.ReadinessProbe != nil {
+		t.Errorf("readinessProbe %+v by default; leader-only readiness must be opt-in", baton.ReadinessProbe)
+	}
+
+	res := baton.Resources
+	if res.Requests.Cpu().String() != "10m" || res.Requests.Memory().String() != "24Mi" ||
+		res.Limits.Memory().String() != "64Mi" {
+		t.Errorf("resources %v, want requests cpu 10m memory 24Mi, limits memory 64Mi", res)
+	}
+	if _, ok := res.Limits[corev1.ResourceCPU]; ok {
+		t.Errorf("a CPU limit %v: throttling delays a leader's renews", res.Limits.Cpu())
+	}
+
+	for _, c := range append(slices.Clone(pod.Containers), pod.InitContainers...) {
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+			sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			sc.RunAsUser == nil || *sc.RunAsUser == 0 {
+			t.Errorf("container %s: securityContext %+v, want non-root, read-only root, no privilege escalation, drop ALL", c.Name, sc)
+		}
+	}
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil ||
+		psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext %+v, want runAsNonRoot and seccomp RuntimeDefault", psc)
+	}
+	// Release (--shutdown-grace, 5s) then closing the servers (5s again),
+	// after the application's own shutdown.
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 20 {
+		t.Errorf("terminationGracePeriodSeconds %v, want at least 20 (2 × --shutdown-grace plus the application)", g)
+	}
+}
+
+func TestKustomizeExamplesAreAcceptedByTheAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		dir string
+		w   workload
+	}{
+		{"deploy/examples/native-sidecar", workload{name: "example-app", lease: "example-app", mode: native}},
+		{"deploy/examples/classic-sidecar", workload{name: "example-app", lease: "example-app", mode: classic}},
+		{"deploy/examples/leader-service", workload{name: "example-app", lease: "example-app", mode: native, leaderReadiness: true}},
+	} {
+		t.Run(tc.dir[strings.LastIndex(tc.dir, "/")+1:], func(t *testing.T) {
+			ns := cp.Namespace(t, "kustomize")
+			applyServerSide(t, kustomizeIn(t, tc.dir, ns, ""))
+			checkWorkload(t, ns, tc.w)
+			checkRoleNamesLease(t, ns, "baton", tc.w.lease)
+			if tc.w.leaderReadiness {
+				cp.MustKubectl(t, "", "get", "service", "example-app-leader", "-n", ns)
+			}
+		})
+	}
+}
+
+// checkRoleNamesLease: the Role's resourceNames is the sidecar's --lease-name,
+// or the sidecar would be refused its own Lease.
+func checkRoleNamesLease(t *testing.T, ns, role, lease string) {
+	t.Helper()
+	names := cp.MustKubectl(t, "", "get", "role", role, "-n", ns, "-o", "jsonpath={.rules[0].resourceNames}")
+	if names != fmt.Sprintf(`["%s"]`, lease) {
+		t.Errorf("Role %s resourceNames %s, want [%q] (the sidecar's --lease-name)", role, names, lease)
+	}
+}
+
+func TestHelmChartLints(t *testing.T) {
+	for _, set := range []string{"", "sidecarMode=classic,leaderReadiness.enabled=true,rbac.create=false,serviceAccount.create=false,serviceAccount.name=mine"} {
+		args := []string{"lint", "--strict", repo("deploy", "helm", "baton")}
+		if set != "" {
+			args = append(args, "--set", set)
+		}
+		helm(t, args...)
+	}
+}
+
+func TestHelmChartRendersAndIsAcceptedByTheAPIServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  string
+		w    workload
+	}{
+		{"native", "", workload{mode: native}},
+		{"classic-leader-readiness", "sidecarMode=classic,leaderReadiness.enabled=true", workload{mode: classic, leaderReadiness: true}},
+		{"lease-name", "leaseName=my-lock", workload{mode: native, lease: "my-lock"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := cp.Namespace(t, "helm")
+			args := []string{"template", "rel", repo("deploy", "helm", "baton"), "--namespace", ns}
+			if tc.set != "" {
+				args = append(args, "--set", tc.set)
+			}
+			manifests := helm(t, args...)
+			cp.MustKubectl(t, manifests, "apply", "--server-side", "--field-manager=baton-deploy-test", "-n", ns, "-f", "-")
+			w := tc.w
+			w.name = "rel-baton"
+			if w.lease == "" {
+				w.lease = "rel-baton"
+			}
+			checkWorkload(t, ns, w)
+			checkRoleNamesLease(t, ns, "rel-baton", w.lease)
+			if w.leaderReadiness {
+				cp.MustKubectl(t, "", "get", "service", "rel-baton-leader", "-n", ns)
+			}
+		})
+	}
+}
+
+func TestHelmChartRefusesNativeSidecarsBefore129(t *testing.T) {
+	cmd := []string{"template", "rel", repo("deploy", "helm", "baton"), "--kube-version", "1.28.0", "--set", "sidecarMode=classic"}
+	helm(t, cmd...) // classic works on 1.28
+	out, err := helmResult(t, "template", "rel", repo("deploy", "helm", "baton"), "--kube-version", "1.28.0")
+	if err == nil || !strings.Contains(out, "sidecarMode=native needs Kubernetes >= 1.29") {
+		t.Errorf("native sidecar on 1.28: err %v, output %q; want a refusal naming sidecarMode", err, out)
+	}
+}
+
+// canI asks the API server, as the holder of kubeconfig, whether it may do
+// verb on resource in ns ("yes" or "no").
+func canI(t *testing.T, kubeconfig, ns, verb, resource string) string {
+	t.Helper()
+	// can-i exits 1 for "no"; the answer is on stdout either way.
+	out, _ := cp.KubectlAs(kubeconfig, "", "auth", "can-i", verb, resource, "-n", ns)
+	return strings.TrimSpace(out)
+}
+
+// checkSidecarRBAC: exactly get/update/watch on the one Lease and create on
+// Leases; nothing else, nowhere else.
+func checkSidecarRBAC(t *testing.T, ns, sa, lease string) {
+	t.Helper()
+	kubeconfig := cp.TokenKubeconfig(t, ns, sa)
+	const leases = "leases.coordination.k8s.io"
+	for _, c := range []struct{ verb, resource, want string }{
+		{"get", leases + "/" + lease, "yes"},
+		{"update", leases + "/" + lease, "yes"},
+		{"watch", leases + "/" + lease, "yes"},
+		{"create", leases, "yes"},
+		{"delete", leases + "/" + lease, "no"},
+		{"patch", leases + "/" + lease, "no"},
+		{"list", leases, "no"},
+		{"watch", leases, "no"}, // only the one Lease, by name
+		{"get", leases + "/someone-elses", "no"},
+		{"update", leases + "/someone-elses", "no"},
+		{"deletecollection", leases, "no"},
+		{"get", "configmaps", "no"},
+		{"get", "secrets", "no"},
+		{"create", "pods", "no"},
+		{"get", "pods", "no"},
+	} {
+		if got := canI(t, kubeconfig, ns, c.verb, c.resource); got != c.want {
+			t.Errorf("as %s/%s: can-i %s %s = %q, want %q", ns, sa, c.verb, c.resource, got, c.want)
+		}
+	}
+	if got := canI(t, kubeconfig, "kube-system", "get", leases+"/"+lease); got != "no" {
+		t.Errorf("as %s/%s: can-i get the Lease in kube-system = %q, want no (a Role, not a ClusterRole)", ns, sa, got)
+	}
+	// The token really is the ServiceAccount's: a request outside the Role is refused.
+	if _, err := cp.KubectlAs(kubeconfig, "", "get", "leases", "-n", ns); err == nil || !strings.Contains(err.Error(), "Forbidden") {
+		t.Errorf("listing leases as the ServiceAccount: got %v, want Forbidden", err)
+	}
+}
+
+func TestKustomizeBaseGrantsExactlyWhatTheSidecarNeeds(t *testing.T) {
+	ns := cp.Namespace(t, "rbac")
+	applyServerSide(t, kustomizeIn(t, "deploy/base", ns, ""))
+	checkSidecarRBAC(t, ns, "baton", "example-app")
+}
+
+func TestKustomizeBaseLeaseNameIsPatchable(t *testing.T) {
+	// What the base's kustomization.yaml tells users to write.
+	ns := cp.Namespace(t, "rbac")
+	patch := `patches:
+- target: {kind: Role, name: baton}
+  patch: |-
+    - op: replace
+      path: /rules/0/resourceNames/0
+      value: my-lease
+`
+	applyServerSide(t, kustomizeIn(t, "deploy/base", ns, patch))
+	checkSidecarRBAC(t, ns, "baton", "my-lease")
+}
+
+func TestHelmChartRBACGrantsExactlyWhatTheSidecarNeeds(t *testing.T) {
+	ns := cp.Namespace(t, "rbac")
+	manifests := helm(t, "template", "rel", repo("deploy", "helm", "baton"), "--namespace", ns, "--set", "leaseName=my-lock")
+	cp.MustKubectl(t, manifests, "apply", "--server-side", "--field-manager=baton-deploy-test", "-n", ns, "-f", "-")
+	checkSidecarRBAC(t, ns, "rel-baton", "my-lock")
+}
