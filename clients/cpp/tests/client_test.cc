@@ -29,7 +29,9 @@ class Socket {
     socklen_t len = sizeof(addr);
     EXPECT_EQ(bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
     EXPECT_EQ(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    if (listen) EXPECT_EQ(::listen(fd_, 16), 0);
+    if (listen) {
+      EXPECT_EQ(::listen(fd_, 16), 0);
+    }
     addr_ = absl::StrCat("127.0.0.1:", ntohs(addr.sin_port));
   }
   ~Socket() { close(fd_); }
