@@ -1,0 +1,58 @@
+// ApiContext: what the local API servers (HTTP and gRPC) read and call, handed
+// to both by the daemon.
+//
+// The servers answer only from the published Leadership snapshot, the clock
+// and these hooks; none of them may wait on the API server, so an answer never
+// blocks on the network.
+#ifndef BATON_SIDECAR_API_API_CONTEXT_H_
+#define BATON_SIDECAR_API_API_CONTEXT_H_
+
+#include <functional>
+
+#include "absl/status/status.h"
+#include "sidecar/api/metrics.h"
+#include "sidecar/common/clock.h"
+#include "sidecar/election/leadership.h"
+
+namespace baton {
+
+// Callbacks into the daemon. Each is called on a server thread (HTTP, gRPC or
+// the gRPC server's refresh thread), possibly from several threads at once: it
+// must be thread-safe, return within microseconds-to-milliseconds, never block
+// on I/O, and never call back into the servers.
+struct ApiHooks {
+  // Liveness (GET /healthz; gRPC health service ""): OK while the election loop
+  // is alive and its renews are not overdue; otherwise an error whose message
+  // is a one-line reason. Unset: always live.
+  std::function<absl::Status()> liveness;
+  // Readiness (GET /readyz; gRPC health service "ready"): OK once the Lease has
+  // been observed and the API server is reachable; otherwise an error whose
+  // message is a one-line reason. Unset: ready once the snapshot says the
+  // Lease was observed.
+  std::function<absl::Status()> readiness;
+  // Resign (gRPC Resign; HTTP POST /resign): stop reporting leader and start
+  // releasing the Lease. On OK the published snapshot must already say
+  // stepping_down (or not holding), so the answer shows is_leader=false; the
+  // release itself happens on the election loop, not here. Called whether or
+  // not this sidecar leads (it should then be a no-op returning OK). Unset:
+  // resigning is not offered (gRPC UNIMPLEMENTED, HTTP 501).
+  std::function<absl::Status()> resign;
+};
+
+// Everything the servers depend on. Pointers are not owned and must outlive
+// the servers.
+struct ApiContext {
+  LeadershipPublisher* publisher = nullptr;  // required
+  const Clock* clock = nullptr;              // required
+  Metrics* metrics = nullptr;                // required
+  ApiHooks hooks;
+};
+
+// The liveness / readiness verdicts, applying the defaults documented on
+// ApiHooks. Thread-safe.
+absl::Status CheckLiveness(const ApiContext& context);
+absl::Status CheckReadiness(const ApiContext& context);
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_API_API_CONTEXT_H_

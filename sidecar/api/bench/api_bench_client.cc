@@ -1,0 +1,179 @@
+// api_bench_client: measures WatchLeadership fan-out against
+// api_bench_server. Opens --watchers streams spread over --channels
+// connections (grpc++ callback API, so no thread per stream), waits for every
+// stream's first message, then triggers --handovers handovers through Resign
+// and records, for every stream, the time from publish (the snapshot's
+// acquireTime, set by the bench server just before publishing) to receipt.
+//
+// Prints one line of key=value results: per-stream latency p50/p99/max over
+// all handovers, and the per-handover "all notified within" (the slowest
+// stream of each handover) p50/max.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "baton/v1/leader_election.grpc.pb.h"
+#include "google/protobuf/util/time_util.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:4041", "gRPC address of the server");
+ABSL_FLAG(int, watchers, 1000, "concurrent WatchLeadership streams");
+ABSL_FLAG(int, channels, 8, "connections to spread the streams over");
+ABSL_FLAG(int, handovers, 20, "handovers to measure");
+ABSL_FLAG(absl::Duration, pause, absl::Milliseconds(200), "pause between handovers");
+
+namespace baton {
+namespace {
+
+using v1::WatchLeadershipResponse;
+
+// Receipt latencies by fencing token, and stream bookkeeping.
+class Collector {
+ public:
+  void Initial() {
+    absl::MutexLock lock(&mu_);
+    ++initial_;
+  }
+  void Changed(int32_t token, absl::Duration latency) {
+    absl::MutexLock lock(&mu_);
+    latencies_[token].push_back(latency);
+  }
+  void Done() {
+    absl::MutexLock lock(&mu_);
+    ++done_;
+  }
+  bool AwaitInitial(int n, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return initial_ >= n; };
+    return mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+  }
+  // The latencies of every stream for `token`, once all n have it.
+  std::vector<absl::Duration> AwaitToken(int32_t token, int n, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return static_cast<int>(latencies_[token].size()) >= n;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
+    return latencies_[token];
+  }
+  void AwaitDone(int n) {
+    absl::MutexLock lock(&mu_);
+    auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_ >= n; };
+    mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(10));
+  }
+
+ private:
+  absl::Mutex mu_;
+  int initial_ ABSL_GUARDED_BY(mu_) = 0;
+  int done_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<int32_t, std::vector<absl::Duration>> latencies_ ABSL_GUARDED_BY(mu_);
+};
+
+class Watcher final : public grpc::ClientReadReactor<WatchLeadershipResponse> {
+ public:
+  Watcher(v1::LeaderElection::Stub* stub, Collector* collector) : collector_(collector) {
+    stub->async()->WatchLeadership(&context_, &request_, this);
+    StartRead(&message_);
+    StartCall();
+  }
+  void Cancel() { context_.TryCancel(); }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    const absl::Time now = absl::Now();
+    if (message_.event() == WatchLeadershipResponse::EVENT_INITIAL) {
+      collector_->Initial();
+    } else if (message_.event() == WatchLeadershipResponse::EVENT_CHANGED) {
+      const absl::Time published = absl::FromUnixNanos(
+          google::protobuf::util::TimeUtil::TimestampToNanoseconds(message_.leadership().acquire_time()));
+      collector_->Changed(message_.leadership().fencing_token(), now - published);
+    }
+    StartRead(&message_);
+  }
+  void OnDone(const grpc::Status&) override { collector_->Done(); }
+
+ private:
+  Collector* const collector_;
+  grpc::ClientContext context_;
+  v1::WatchLeadershipRequest request_;
+  WatchLeadershipResponse message_;
+};
+
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+absl::Duration Percentile(std::vector<absl::Duration> v, double p) {
+  if (v.empty()) return absl::ZeroDuration();
+  std::sort(v.begin(), v.end());
+  const size_t index = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  return v[index];
+}
+
+int Run() {
+  const int n = absl::GetFlag(FLAGS_watchers);
+  std::vector<std::shared_ptr<grpc::Channel>> channels;
+  std::vector<std::unique_ptr<v1::LeaderElection::Stub>> stubs;
+  for (int i = 0; i < absl::GetFlag(FLAGS_channels); ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("baton.bench.channel", i);  // distinct args: a connection each
+    channels.push_back(grpc::CreateCustomChannel(absl::GetFlag(FLAGS_target),
+                                                 grpc::InsecureChannelCredentials(), args));
+    stubs.push_back(v1::LeaderElection::NewStub(channels.back()));
+  }
+
+  Collector collector;
+  std::vector<std::unique_ptr<Watcher>> watchers;
+  for (int i = 0; i < n; ++i) {
+    watchers.push_back(std::make_unique<Watcher>(stubs[i % stubs.size()].get(), &collector));
+  }
+  if (!collector.AwaitInitial(n, absl::Seconds(30))) {
+    std::fprintf(stderr, "api_bench_client: not every stream got its first message\n");
+    return 1;
+  }
+
+  std::vector<absl::Duration> all;
+  std::vector<absl::Duration> slowest_per_handover;
+  int incomplete = 0;
+  for (int h = 0; h < absl::GetFlag(FLAGS_handovers); ++h) {
+    absl::SleepFor(absl::GetFlag(FLAGS_pause));
+    grpc::ClientContext context;
+    v1::ResignResponse response;
+    grpc::Status status = stubs[0]->Resign(&context, v1::ResignRequest(), &response);
+    if (!status.ok()) {
+      std::fprintf(stderr, "api_bench_client: Resign: %s\n", status.error_message().c_str());
+      return 1;
+    }
+    const int32_t token = response.leadership().fencing_token();
+    std::vector<absl::Duration> got = collector.AwaitToken(token, n, absl::Seconds(10));
+    if (static_cast<int>(got.size()) < n) ++incomplete;
+    slowest_per_handover.push_back(*std::max_element(got.begin(), got.end()));
+    all.insert(all.end(), got.begin(), got.end());
+  }
+
+  std::printf(
+      "watchers=%d handovers=%zu incomplete=%d stream_p50_ms=%.2f stream_p99_ms=%.2f "
+      "stream_max_ms=%.2f all_notified_p50_ms=%.2f all_notified_max_ms=%.2f\n",
+      n, slowest_per_handover.size(), incomplete, Ms(Percentile(all, 0.50)),
+      Ms(Percentile(all, 0.99)), Ms(Percentile(all, 1.0)),
+      Ms(Percentile(slowest_per_handover, 0.50)), Ms(Percentile(slowest_per_handover, 1.0)));
+
+  for (auto& w : watchers) w->Cancel();
+  collector.AwaitDone(n);
+  return incomplete == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace baton
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return baton::Run();
+}

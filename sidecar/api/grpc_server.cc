@@ -1,0 +1,114 @@
+#include "sidecar/api/grpc_server.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+#include "sidecar/common/log.h"
+
+namespace baton {
+namespace {
+
+int Millis(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds(d)); }
+
+}  // namespace
+
+GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
+    : options_(std::move(options)),
+      context_(context),
+      service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval},
+               context) {}
+
+GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }
+
+absl::Status GrpcServer::Start() {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(options_.address, grpc::InsecureServerCredentials(), &selected_port);
+  builder.RegisterService(&service_);
+  builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Millis(options_.keepalive_time));
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, Millis(options_.keepalive_timeout));
+  // Never share the port with another process (gRPC sets SO_REUSEPORT by
+  // default): a second sidecar must fail to start, not split the traffic.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // A quiet watch stream sends no data; keep pinging it anyway.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || selected_port == 0) {
+    server_.reset();
+    return absl::UnavailableError(
+        absl::StrCat("gRPC server could not listen on ", options_.address));
+  }
+  port_ = selected_port;
+  UpdateHealth();
+  subscription_ = context_->publisher->Subscribe([this](const LeadershipPublisher::Versioned&) {
+    absl::MutexLock lock(&mu_);
+    wake_ = true;
+  });
+  refresh_thread_ = std::thread([this] { RefreshLoop(); });
+  spdlog::info("event=grpc_listening addr={} port={}", options_.address, selected_port);
+  return absl::OkStatus();
+}
+
+int GrpcServer::port() const { return port_; }
+
+absl::Duration GrpcServer::UpdateHealth() {
+  const Leadership snapshot = context_->publisher->Current().leadership;
+  const MonoTime now = context_->clock->Monotonic();
+  const HealthState next{CheckLiveness(*context_).ok(), CheckReadiness(*context_).ok(),
+                         snapshot.IsLeader(now)};
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+  if (!health_ || health_->live != next.live) health->SetServingStatus("", next.live);
+  if (!health_ || health_->ready != next.ready) {
+    health->SetServingStatus(kHealthServiceReady, next.ready);
+  }
+  if (!health_ || health_->leader != next.leader) {
+    health->SetServingStatus(kHealthServiceLeader, next.leader);
+  }
+  health_ = next;
+  return next.leader ? snapshot.leader_until - now : absl::InfiniteDuration();
+}
+
+void GrpcServer::RefreshLoop() {
+  for (;;) {
+    const absl::Duration next_heartbeat = service_.Refresh();
+    const absl::Duration guarantee_left = UpdateHealth();
+    const absl::Duration wait =
+        std::min({options_.refresh_interval, next_heartbeat, guarantee_left});
+    absl::MutexLock lock(&mu_);
+    auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wake_ || stop_; };
+    mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
+    if (stop_) return;
+    wake_ = false;
+  }
+}
+
+void GrpcServer::Shutdown(absl::Time deadline) {
+  absl::MutexLock shutdown_lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_ == nullptr) return;
+
+  context_->publisher->Unsubscribe(subscription_);
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  refresh_thread_.join();
+  // The last word on every stream is the latest snapshot (stepping_down on
+  // an orderly shutdown), then OK.
+  service_.Refresh();
+  service_.FinishAll();
+  // Marks every health status NOT_SERVING, waits for calls until the
+  // deadline, then cancels what is left.
+  server_->Shutdown(absl::ToChronoTime(deadline));
+  server_->Wait();
+  spdlog::info("event=grpc_stopped");
+}
+
+}  // namespace baton

@@ -1,0 +1,104 @@
+// HttpRouter: turns one parsed HTTP request into its response. The routing
+// and every answer of baton's HTTP API live here, apart from the sockets, so
+// they can be tested without a network.
+//
+// Routes (GET routes also answer HEAD; a known path with another method gets
+// 405 with an Allow header; an unknown path 404; query strings are ignored):
+//
+//   GET  /               {"name":"<holder>"}: the retired leader-elector
+//                        sidecar's answer, for drop-in migration (exactly "/";
+//                        leader-elector answered every path).
+//   GET  /leader         200, proto3 JSON of baton.v1.Leadership.
+//   GET  /readyz/leader  200 while this pod leads, 503 otherwise.
+//   GET  /healthz        liveness: 200 "ok" or 503 with a one-line reason.
+//   GET  /readyz         readiness: 200 "ok" or 503 with a one-line reason.
+//   GET  /metrics        Prometheus text format.
+//   POST /resign         200, proto3 JSON of baton.v1.ResignResponse; 501 when
+//                        the daemon offers no resign hook. The body is ignored.
+//
+// HttpRoutes::kProbesAndMetrics serves only /metrics, /healthz, /readyz and
+// /readyz/leader: the read-only endpoints the kubelet and Prometheus need on
+// the Pod IP (a kubelet probe cannot reach 127.0.0.1), without exposing
+// /leader, / or /resign beyond the Pod.
+//
+// Every answer is computed from the snapshot and the clock at the moment of
+// the request and carries Cache-Control: no-store. The one exception is the
+// body of GET /leader, whose proto3 JSON printing costs tens of microseconds:
+// it is reused for requests within `leader_cache_window` of each other (and
+// of the same snapshot version), and is evaluated at the END of that window,
+// so a reused answer understates validFor by less than the window and never
+// says isLeader=true later than it is true.
+#ifndef BATON_SIDECAR_API_HTTP_ROUTER_H_
+#define BATON_SIDECAR_API_HTTP_ROUTER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "boost/beast/http/message.hpp"
+#include "boost/beast/http/status.hpp"
+#include "boost/beast/http/string_body.hpp"
+#include "sidecar/api/api_context.h"
+
+namespace baton {
+
+enum class HttpRoutes {
+  kApi,               // everything above; for the loopback API address
+  kProbesAndMetrics,  // /metrics and the probe endpoints only
+};
+
+// Thread-safe: Handle may run on many threads at once. Does no I/O; the only
+// calls out are the ApiHooks, which promise to be quick.
+class HttpRouter {
+ public:
+  using Request = boost::beast::http::request<boost::beast::http::string_body>;
+  using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+  // `context` must outlive the router. `leader_cache_window` zero: GET /leader
+  // renders every answer afresh.
+  HttpRouter(HttpRoutes routes, absl::Duration leader_cache_window, const ApiContext* context);
+
+  // The response to `request`, ready to send: status, headers, body and
+  // Content-Length set; keep-alive as the request asks; body left empty (with
+  // the full Content-Length) for HEAD. Records the request in the metrics.
+  Response Handle(const Request& request) const;
+
+  // A short plain-text error response ("<reason>\n") for a request that could
+  // not be read (400, 408, 413, 431, ...). Always closes the connection.
+  static Response Error(boost::beast::http::status status, absl::string_view reason,
+                        unsigned version);
+
+ private:
+  struct Route;
+
+  Response GetLeaderElectorName(const Request& request) const;
+  Response GetLeader(const Request& request) const;
+  Response GetReadyzLeader(const Request& request) const;
+  Response GetHealthz(const Request& request) const;
+  Response GetReadyz(const Request& request) const;
+  Response GetMetrics(const Request& request) const;
+  Response PostResign(const Request& request) const;
+
+  // The JSON body of GET /leader for the current snapshot at `now`.
+  std::string LeaderJson(MonoTime now) const;
+
+  const HttpRoutes routes_;
+  const absl::Duration leader_cache_window_;
+  const ApiContext* const context_;
+
+  struct CachedLeaderJson {
+    uint64_t version = 0;
+    MonoTime from;   // served for requests in [from, until)
+    MonoTime until;  // and evaluated at `until`
+    std::string body;
+  };
+  mutable absl::Mutex cache_mu_;
+  mutable CachedLeaderJson cache_ ABSL_GUARDED_BY(cache_mu_);
+};
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_API_HTTP_ROUTER_H_

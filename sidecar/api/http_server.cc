@@ -1,0 +1,387 @@
+#include "sidecar/api/http_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "boost/asio/dispatch.hpp"
+#include "boost/asio/ip/address.hpp"
+#include "boost/asio/post.hpp"
+#include "boost/asio/strand.hpp"
+#include "boost/beast/core/bind_handler.hpp"
+#include "boost/beast/core/error.hpp"
+#include "boost/beast/core/flat_buffer.hpp"
+#include "boost/beast/core/read_size.hpp"
+#include "boost/beast/core/basic_stream.hpp"
+#include "boost/beast/http/error.hpp"
+#include "boost/beast/http/parser.hpp"
+#include "boost/beast/http/read.hpp"
+#include "boost/beast/http/write.hpp"
+#include "sidecar/common/log.h"
+
+namespace baton {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+// The most a single read asks the kernel for; requests here are a few hundred
+// bytes, so one read normally takes a whole request.
+constexpr size_t kReadChunk = 4096;
+
+std::chrono::steady_clock::duration ToChrono(absl::Duration d) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      absl::ToChronoNanoseconds(d));
+}
+
+int64_t SteadyNowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The answer to a request Beast could not read, or nullopt when there is no
+// one to answer (peer gone, timed out, cancelled): then just close.
+struct ReadErrorAnswer {
+  http::status status;
+  std::string reason;
+};
+std::optional<ReadErrorAnswer> AnswerForReadError(
+    const error_code& ec, const http::request_parser<http::string_body>& parser) {
+  if (ec == http::error::header_limit) {
+    return ReadErrorAnswer{http::status::request_header_fields_too_large,
+                           "request header too large"};
+  }
+  if (ec == http::error::body_limit) {
+    return ReadErrorAnswer{http::status::payload_too_large, "request body too large"};
+  }
+  if (ec == http::error::buffer_overflow) {
+    if (parser.is_header_done()) {
+      return ReadErrorAnswer{http::status::payload_too_large, "request body too large"};
+    }
+    return ReadErrorAnswer{http::status::request_header_fields_too_large,
+                           "request header too large"};
+  }
+  // end_of_stream and partial_message mean the client went away.
+  if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
+      ec != http::error::end_of_stream && ec != http::error::partial_message) {
+    return ReadErrorAnswer{http::status::bad_request, absl::StrCat("bad request: ", ec.message())};
+  }
+  return std::nullopt;
+}
+
+absl::Status ParseAddress(const std::string& address, net::ip::address* ip, uint16_t* port) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("address \"", address, "\" is not host:port"));
+  }
+  std::string host = address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  if (host == "localhost") host = "127.0.0.1";
+  uint32_t port_number = 0;
+  if (!absl::SimpleAtoi(address.substr(colon + 1), &port_number) || port_number > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("address \"", address, "\" has no valid port"));
+  }
+  error_code ec;
+  *ip = net::ip::make_address(host, ec);
+  if (ec) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("address \"", address, "\": host must be an IP address or localhost"));
+  }
+  *port = static_cast<uint16_t>(port_number);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// One connection. All its work runs on its own strand (the socket's executor);
+// the server thread that admits or drains it only posts to that strand.
+class HttpServer::Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer* server, Socket socket)
+      : server_(server),
+        options_(server->options_),
+        stream_(std::move(socket)),
+        buffer_(options_.max_header_bytes + options_.max_body_bytes) {
+    server_->context_->metrics->AddHttpConnections(1);
+  }
+
+  ~Session() {
+    server_->context_->metrics->AddHttpConnections(-1);
+    server_->Forget(this);
+  }
+
+  void Start() {
+    net::dispatch(stream_.get_executor(),
+                  beast::bind_front_handler(&Session::AwaitRequest, shared_from_this()));
+  }
+
+  // Closes the connection now, whatever it is doing. Any thread.
+  void Close() {
+    net::post(stream_.get_executor(),
+              beast::bind_front_handler(&Session::CloseNow, shared_from_this()));
+  }
+
+  // Closes the connection if it is idle, or after the answer it is working
+  // on (sent with Connection: close). Any thread.
+  void Drain() {
+    net::post(stream_.get_executor(), [self = shared_from_this()] {
+      self->draining_ = true;
+      if (self->IdleSinceNanos() != 0) self->CloseNow();
+    });
+  }
+
+  // When this connection started waiting for its next request (steady clock,
+  // ns); 0 while a request is being read or answered. Any thread.
+  int64_t IdleSinceNanos() const { return idle_since_.load(std::memory_order_relaxed); }
+
+ private:
+  void AwaitRequest() {
+    if (draining_) return CloseNow();
+    // Pipelined bytes are already here: that request has begun.
+    if (buffer_.size() > 0) return ReadRequest();
+    idle_since_.store(SteadyNowNanos(), std::memory_order_relaxed);
+    stream_.expires_after(ToChrono(options_.idle_timeout));
+    stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadChunk)),
+                            beast::bind_front_handler(&Session::OnFirstBytes, shared_from_this()));
+  }
+
+  void OnFirstBytes(error_code ec, size_t bytes) {
+    idle_since_.store(0, std::memory_order_relaxed);
+    if (ec) return CloseNow();  // idle timeout, peer closed, or drained
+    buffer_.commit(bytes);
+    ReadRequest();
+  }
+
+  void ReadRequest() {
+    idle_since_.store(0, std::memory_order_relaxed);
+    parser_.emplace();
+    parser_->header_limit(static_cast<uint32_t>(options_.max_header_bytes));
+    parser_->body_limit(options_.max_body_bytes);
+    stream_.expires_after(ToChrono(options_.request_timeout));
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnRead(error_code ec, size_t) {
+    if (ec) {
+      std::optional<ReadErrorAnswer> answer = AnswerForReadError(ec, *parser_);
+      if (!answer) return CloseNow();
+      spdlog::debug("event=http_bad_request status={} reason={} action=answer_and_close",
+                    static_cast<int>(answer->status), LogValue(answer->reason));
+      // The request line may not have been parsed; answer 1.0 or 1.1 only.
+      const unsigned version = parser_->get().version() == 10 ? 10 : 11;
+      response_ = HttpRouter::Error(answer->status, answer->reason, version);
+      server_->context_->metrics->ObserveHttpRequest("other", response_.result_int());
+      return Write();
+    }
+    response_ = server_->router_.Handle(parser_->get());
+    if (draining_) response_.keep_alive(false);
+    Write();
+  }
+
+  void Write() {
+    stream_.expires_after(ToChrono(options_.write_timeout));
+    http::async_write(stream_, response_,
+                      beast::bind_front_handler(&Session::OnWrite, shared_from_this()));
+  }
+
+  void OnWrite(error_code ec, size_t) {
+    if (ec) return CloseNow();
+    if (response_.keep_alive()) return AwaitRequest();
+    // Half-close, then read and drop whatever the client still sends, so a
+    // client that is mid-way through an oversized request reads our answer
+    // instead of a reset.
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (ec) return CloseNow();
+    stream_.expires_after(ToChrono(options_.close_linger));
+    Linger();
+  }
+
+  void Linger() {
+    buffer_.clear();
+    stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadChunk)),
+                            [self = shared_from_this()](error_code ec, size_t) {
+                              if (ec) return self->CloseNow();
+                              self->Linger();
+                            });
+  }
+
+  void CloseNow() {
+    idle_since_.store(0, std::memory_order_relaxed);
+    stream_.close();
+  }
+
+  HttpServer* const server_;
+  const HttpServerOptions& options_;
+  beast::basic_stream<tcp, Strand> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRouter::Response response_;
+  bool draining_ = false;
+  std::atomic<int64_t> idle_since_{0};
+};
+
+HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
+    : options_(std::move(options)),
+      context_(context),
+      router_(options_.routes, options_.leader_cache_window, context),
+      ioc_(options_.threads),
+      acceptor_(net::make_strand(ioc_)),
+      accept_backoff_timer_(acceptor_.get_executor()) {}
+
+HttpServer::~HttpServer() { Shutdown(absl::Now()); }
+
+absl::Status HttpServer::Start() {
+  net::ip::address ip;
+  uint16_t port = 0;
+  if (absl::Status status = ParseAddress(options_.address, &ip, &port); !status.ok()) {
+    return status;
+  }
+  const tcp::endpoint endpoint(ip, port);
+  error_code ec;
+  auto fail = [&](absl::string_view what) {
+    return absl::UnavailableError(
+        absl::StrCat("HTTP server on ", options_.address, ": ", what, ": ", ec.message()));
+  };
+  acceptor_.open(endpoint.protocol(), ec);
+  if (ec) return fail("open");
+  acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+  if (ec) return fail("SO_REUSEADDR");
+  acceptor_.bind(endpoint, ec);
+  if (ec) return fail("bind");
+  acceptor_.listen(options_.listen_backlog, ec);
+  if (ec) return fail("listen");
+  const int bound_port = acceptor_.local_endpoint(ec).port();
+  if (ec) return fail("local_endpoint");
+  {
+    absl::MutexLock lock(&mu_);
+    port_ = bound_port;
+  }
+
+  net::dispatch(acceptor_.get_executor(), [this] { Accept(); });
+  for (int i = 0; i < options_.threads; ++i) {
+    threads_.emplace_back([this] {
+      // Handlers do not throw; should one ever, log it and keep serving
+      // rather than take the sidecar down.
+      for (;;) {
+        try {
+          ioc_.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("event=http_handler_exception what={} action=continue", LogValue(e.what()));
+        }
+      }
+    });
+  }
+  spdlog::info("event=http_listening addr={} port={}", options_.address, bound_port);
+  return absl::OkStatus();
+}
+
+int HttpServer::port() const {
+  absl::MutexLock lock(&mu_);
+  return port_;
+}
+
+void HttpServer::Accept() {
+  acceptor_.async_accept(net::make_strand(ioc_),
+                         beast::bind_front_handler(&HttpServer::OnAccept, this));
+}
+
+void HttpServer::OnAccept(error_code ec, Socket socket) {
+  if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+  if (ec) {
+    spdlog::warn("event=http_accept_failed error={} action=retry_after_backoff",
+                 LogValue(ec.message()));
+    accept_backoff_timer_.expires_after(ToChrono(options_.accept_backoff));
+    accept_backoff_timer_.async_wait([this](error_code wait_ec) {
+      if (!wait_ec) Accept();
+    });
+    return;
+  }
+  Admit(std::move(socket));
+  Accept();
+}
+
+void HttpServer::Admit(Socket socket) {
+  std::shared_ptr<Session> victim;
+  std::shared_ptr<Session> session;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) return;  // `socket` closes as it goes out of scope
+    if (sessions_.size() >= static_cast<size_t>(options_.max_connections)) {
+      int64_t oldest = 0;
+      for (const auto& [key, weak] : sessions_) {
+        std::shared_ptr<Session> candidate = weak.lock();
+        if (!candidate) continue;
+        const int64_t idle_since = candidate->IdleSinceNanos();
+        if (idle_since != 0 && (oldest == 0 || idle_since < oldest)) {
+          oldest = idle_since;
+          victim = std::move(candidate);
+        }
+      }
+      if (!victim) {
+        spdlog::debug("event=http_connection_rejected reason=max_connections limit={}",
+                      options_.max_connections);
+        return;
+      }
+    }
+    session = std::make_shared<Session>(this, std::move(socket));
+    sessions_.emplace(session.get(), session);
+  }
+  if (victim) {
+    spdlog::debug("event=http_connection_evicted reason=max_connections limit={}",
+                  options_.max_connections);
+    victim->Close();
+  }
+  session->Start();
+}
+
+void HttpServer::Forget(const Session* session) {
+  absl::MutexLock lock(&mu_);
+  sessions_.erase(session);
+}
+
+void HttpServer::Shutdown(absl::Time deadline) {
+  std::vector<std::shared_ptr<Session>> live;
+  {
+    absl::MutexLock lock(&mu_);
+    if (shutting_down_) {
+      // Another caller is (or was) doing it; wait for it to finish.
+      mu_.Await(absl::Condition(&stopped_));
+      return;
+    }
+    shutting_down_ = true;
+    for (const auto& [key, weak] : sessions_) {
+      if (std::shared_ptr<Session> s = weak.lock()) live.push_back(std::move(s));
+    }
+  }
+  net::post(acceptor_.get_executor(), [this] {
+    error_code ignored;
+    acceptor_.close(ignored);
+    accept_backoff_timer_.cancel();
+  });
+  for (const auto& s : live) s->Drain();
+  live.clear();
+  {
+    absl::MutexLock lock(&mu_);
+    auto all_closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sessions_.empty(); };
+    if (!threads_.empty()) mu_.AwaitWithDeadline(absl::Condition(&all_closed), deadline);
+  }
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+  absl::MutexLock lock(&mu_);
+  stopped_ = true;
+}
+
+}  // namespace baton

@@ -1,0 +1,67 @@
+#include "sidecar/api/leadership_proto.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/time_util.h"
+
+namespace baton {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+google::protobuf::Timestamp ToTimestamp(absl::Time t) {
+  return TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+google::protobuf::Duration ToDuration(absl::Duration d) {
+  return TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(d));
+}
+
+// The token comes from leaseTransitions, an int32 in the Lease; the snapshot
+// widens it. Clamp rather than wrap should that ever stop being true, so a
+// token can never appear to go backwards.
+int32_t NarrowToken(int64_t token) {
+  if (token < 0) return 0;
+  if (token > std::numeric_limits<int32_t>::max()) return std::numeric_limits<int32_t>::max();
+  return static_cast<int32_t>(token);
+}
+
+}  // namespace
+
+void LeadershipToProto(const Leadership& snapshot, const Clock& clock, v1::Leadership* out) {
+  LeadershipToProto(snapshot, clock.Monotonic(), out);
+}
+
+void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out) {
+  out->Clear();
+  out->set_is_leader(snapshot.IsLeader(at));
+  *out->mutable_valid_for() = ToDuration(snapshot.ValidFor(at));
+  out->set_identity(snapshot.identity);
+  out->set_holder_identity(snapshot.holder_identity);
+  out->set_fencing_token(NarrowToken(snapshot.fencing_token));
+  out->set_lease_name(snapshot.lease_name);
+  out->set_lease_namespace(snapshot.lease_namespace);
+  out->set_lease_uid(snapshot.lease_uid);
+  if (snapshot.acquire_time) *out->mutable_acquire_time() = ToTimestamp(*snapshot.acquire_time);
+  if (snapshot.renew_time) *out->mutable_renew_time() = ToTimestamp(*snapshot.renew_time);
+  if (snapshot.lease_duration_seconds > 0) {
+    *out->mutable_lease_duration() = ToDuration(absl::Seconds(snapshot.lease_duration_seconds));
+  }
+  out->set_observed(snapshot.observed);
+  out->set_stepping_down(snapshot.stepping_down);
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = false;
+  std::string json;
+  // Printing a well-formed generated message cannot fail; the status only
+  // reports unresolvable Any types, which this schema does not use.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+}  // namespace baton

@@ -1,0 +1,35 @@
+// Conversion from the election engine's Leadership snapshot to the public
+// baton.v1.Leadership message that both local servers answer with.
+//
+// The snapshot does not store whether this pod leads; the conversion decides
+// it (and how long that is guaranteed) from the clock at the moment it runs,
+// so every answer reflects the time it is given, not the time the snapshot was
+// published.
+#ifndef BATON_SIDECAR_API_LEADERSHIP_PROTO_H_
+#define BATON_SIDECAR_API_LEADERSHIP_PROTO_H_
+
+#include <string>
+
+#include "baton/v1/leader_election.pb.h"
+#include "sidecar/common/clock.h"
+#include "sidecar/election/leadership.h"
+
+namespace baton {
+
+// Fills `out` (cleared first) from `snapshot`, evaluating is_leader and
+// valid_for at clock.Monotonic(). Thread-safe; does no I/O.
+void LeadershipToProto(const Leadership& snapshot, const Clock& clock, v1::Leadership* out);
+
+// The same, evaluated at the monotonic instant `at` instead of now. For a
+// cached answer, evaluate at the end of the window it will be served in: an
+// answer evaluated later than it is served only ever understates leadership.
+void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out);
+
+// The proto3 JSON form of `message` as the HTTP API serves it: lowerCamelCase
+// names and every scalar printed even when zero/false. One line, no trailing
+// newline.
+std::string ToJson(const google::protobuf::Message& message);
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_API_LEADERSHIP_PROTO_H_

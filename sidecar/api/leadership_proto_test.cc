@@ -1,0 +1,113 @@
+#include "sidecar/api/leadership_proto.h"
+
+#include "boost/json/parse.hpp"
+#include "boost/json/value.hpp"
+#include "gtest/gtest.h"
+#include "sidecar/api/testing/api_test_env.h"
+#include "sidecar/common/fake_clock.h"
+
+namespace baton {
+namespace {
+
+using testing::Following;
+using testing::Leading;
+using testing::Unobserved;
+
+boost::json::object JsonOf(const Leadership& l, const Clock& clock) {
+  v1::Leadership message;
+  LeadershipToProto(l, clock, &message);
+  return boost::json::parse(ToJson(message)).as_object();
+}
+
+TEST(LeadershipProtoTest, LeaderHasEveryField) {
+  FakeClock clock;
+  v1::Leadership m;
+  LeadershipToProto(Leading(clock, 7, absl::Seconds(9)), clock, &m);
+  EXPECT_TRUE(m.is_leader());
+  EXPECT_EQ(m.identity(), testing::kSelf);
+  EXPECT_EQ(m.holder_identity(), testing::kSelf);
+  EXPECT_EQ(m.fencing_token(), 7);
+  EXPECT_EQ(m.lease_name(), "my-lease");
+  EXPECT_EQ(m.lease_namespace(), "apps");
+  EXPECT_EQ(m.lease_uid(), "uid-1");
+  EXPECT_EQ(m.valid_for().seconds(), 9);
+  EXPECT_EQ(m.lease_duration().seconds(), 15);
+  EXPECT_EQ(m.acquire_time().seconds(), absl::ToUnixSeconds(clock.Wall() - absl::Seconds(30)));
+  EXPECT_EQ(m.renew_time().seconds(), absl::ToUnixSeconds(clock.Wall() - absl::Seconds(1)));
+  EXPECT_TRUE(m.observed());
+  EXPECT_FALSE(m.stepping_down());
+}
+
+TEST(LeadershipProtoTest, IsLeaderAndValidForAreEvaluatedWhenConverted) {
+  FakeClock clock;
+  const Leadership snapshot = Leading(clock, 3, absl::Seconds(10));
+  v1::Leadership m;
+  clock.Advance(absl::Seconds(4));
+  LeadershipToProto(snapshot, clock, &m);
+  EXPECT_TRUE(m.is_leader());
+  EXPECT_EQ(m.valid_for().seconds(), 6);
+  clock.Advance(absl::Seconds(6));
+  LeadershipToProto(snapshot, clock, &m);
+  EXPECT_FALSE(m.is_leader());
+  EXPECT_EQ(m.valid_for().seconds(), 0);
+  EXPECT_EQ(m.fencing_token(), 3);
+}
+
+TEST(LeadershipProtoTest, SteppingDownIsNotLeader) {
+  FakeClock clock;
+  Leadership l = Leading(clock, 3);
+  l.stepping_down = true;
+  v1::Leadership m;
+  LeadershipToProto(l, clock, &m);
+  EXPECT_FALSE(m.is_leader());
+  EXPECT_TRUE(m.stepping_down());
+}
+
+TEST(LeadershipProtoTest, JsonUsesCamelCaseNamesAndNumericToken) {
+  FakeClock clock;
+  const boost::json::object json = JsonOf(Leading(clock, 42), clock);
+  for (const char* field : {"isLeader", "identity", "holderIdentity", "fencingToken", "leaseName",
+                            "leaseNamespace", "leaseUid", "acquireTime", "renewTime", "validFor",
+                            "leaseDuration", "observed", "steppingDown"}) {
+    EXPECT_TRUE(json.contains(field)) << field;
+  }
+  ASSERT_TRUE(json.at("fencingToken").is_int64()) << "fencing token must be a JSON number";
+  EXPECT_EQ(json.at("fencingToken").as_int64(), 42);
+  EXPECT_EQ(json.at("isLeader"), true);
+  EXPECT_EQ(json.at("validFor"), "10s");
+  EXPECT_EQ(json.at("leaseDuration"), "15s");
+}
+
+TEST(LeadershipProtoTest, JsonPrintsFalseAndZeroFields) {
+  FakeClock clock;
+  const boost::json::object json = JsonOf(Unobserved(), clock);
+  EXPECT_EQ(json.at("isLeader"), false);
+  EXPECT_EQ(json.at("observed"), false);
+  EXPECT_EQ(json.at("holderIdentity"), "");
+  ASSERT_TRUE(json.at("fencingToken").is_int64());
+  EXPECT_EQ(json.at("fencingToken").as_int64(), 0);
+  EXPECT_EQ(json.at("validFor"), "0s");
+  // Unknown times are absent rather than the epoch.
+  EXPECT_FALSE(json.contains("acquireTime"));
+  EXPECT_FALSE(json.contains("renewTime"));
+  EXPECT_FALSE(json.contains("leaseDuration"));
+}
+
+TEST(LeadershipProtoTest, FollowerReportsHolderAndToken) {
+  FakeClock clock;
+  const boost::json::object json = JsonOf(Following(clock, testing::kOther, 9), clock);
+  EXPECT_EQ(json.at("isLeader"), false);
+  EXPECT_EQ(json.at("holderIdentity"), testing::kOther);
+  EXPECT_EQ(json.at("fencingToken").as_int64(), 9);
+}
+
+TEST(LeadershipProtoTest, TimestampsAreRfc3339Utc) {
+  FakeClock clock;
+  Leadership l = Following(clock, testing::kOther, 1);
+  l.acquire_time = absl::FromUnixMicros(1'790'000'000'123'456);
+  const boost::json::object json = JsonOf(l, clock);
+  EXPECT_EQ(json.at("acquireTime"), "2026-09-21T14:13:20.123456Z");
+}
+
+}  // namespace
+}  // namespace baton
