@@ -137,17 +137,32 @@ def _require(c):
         return e
 
 
-def test_wait_until_leader_returns_when_this_pod_takes_over(settled):
+def _wait_until_leader(kind, sidecar, timeout):
+    """wait_until_leader through the HTTP, sync gRPC or asyncio client."""
+    if kind == "http":
+        return HttpClient(sidecar["http"]).wait_until_leader(timeout=timeout)
+    if kind == "grpc":
+        with Client(sidecar["grpc"], **FAST) as c:
+            return c.wait_until_leader(timeout=timeout)
+
+    async def wait():
+        async with AsyncClient(sidecar["grpc"], **FAST) as c:
+            return await c.wait_until_leader(timeout=timeout)
+
+    return asyncio.run(wait())
+
+
+@pytest.mark.parametrize("kind", ["http", "grpc", "aio"])
+def test_wait_until_leader_returns_when_this_pod_takes_over(settled, kind):
     fx, li = settled
     want = (li + 1) % len(fx["sidecars"])
-    http = HttpClient(fx["sidecars"][want]["http"])
     with pytest.raises(TimeoutError):
-        http.wait_until_leader(timeout=0.5)
+        _wait_until_leader(kind, fx["sidecars"][want], 0.5)
     others = [s for i, s in enumerate(fx["sidecars"]) if i != want]
     for s in others:
         send(s, signal.SIGSTOP)
     try:
-        state = http.wait_until_leader(timeout=15)
+        state = _wait_until_leader(kind, fx["sidecars"][want], 15)
     finally:
         for s in others:
             send(s, signal.SIGCONT)
