@@ -19,7 +19,7 @@
 namespace baton::tools {
 
 const char kLeasesHelp[] =
-    R"(baton leases: audit the coordination.k8s.io/v1 Leases of a namespace or the cluster.
+    R"(audits the coordination.k8s.io/v1 Leases of a namespace or the cluster.
 
   baton leases [--namespace=NS | --all-namespaces] [--kubeconfig=PATH] [--output=text|json]
 

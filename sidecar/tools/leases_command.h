@@ -87,8 +87,9 @@ inline constexpr int kLeasesBadUsage = 2;  // flags that contradict each other
 int RunLeases(const LeasesOptions& options, const Clock& clock, std::ostream& out,
               std::ostream& err);
 
-// The command's help text, for `baton leases --help`: usage, flags, output
-// format and why LIVE/EXPIRED is only an estimate.
+// The command's help text, for `baton leases --help` (a sentence that reads
+// well after absl's "baton: " prefix): usage, flags, output format and why
+// LIVE/EXPIRED is only an estimate.
 extern const char kLeasesHelp[];
 
 }  // namespace baton::tools
