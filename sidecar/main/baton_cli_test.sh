@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The baton binary's flag handling, end to end: bad configuration exits 2 with
-# a message naming the flag; --version and --help work.
+# a message naming the flag (flags are checked before the API client config is
+# loaded); --version works.
 set -u
 baton=$1
 fail=0
@@ -14,7 +15,10 @@ expect() {  # expect CODE SUBSTRING ARGS...
   fi
 }
 expect 2 "--lease-name is required" --lease-namespace=ns
-expect 2 "--lease-namespace is required" --lease-name=x
+expect 2 "pass --kubeconfig" --lease-name=x
+expect 2 "no-such.kubeconfig" --lease-name=x --kubeconfig=/no-such.kubeconfig
+expect 2 "--api-timeout=3s must be" --lease-name=x --api-timeout=3s --renew-deadline=2s \
+  --lease-duration=3s --retry-period=1s
 expect 2 "--renew-deadline must be shorter than --lease-duration" \
   --lease-name=x --lease-namespace=ns --lease-duration=10s --renew-deadline=10s
 expect 2 "--retry-period × 1.2" \

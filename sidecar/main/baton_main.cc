@@ -100,7 +100,7 @@ std::vector<char*> DashesToUnderscores(int argc, char** argv, std::vector<std::s
   return out;
 }
 
-ConfigInputs InputsFromFlags(const kube::RestConfig& rest) {
+ConfigInputs InputsFromFlags() {
   ConfigInputs in;
   in.lease_name = absl::GetFlag(FLAGS_lease_name);
   in.lease_namespace = absl::GetFlag(FLAGS_lease_namespace);
@@ -117,7 +117,6 @@ ConfigInputs InputsFromFlags(const kube::RestConfig& rest) {
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
-  in.client_namespace = rest.namespace_name;
   in.hostname = Hostname();
   in.random_suffix = RandomSuffix();
   return in;
@@ -148,7 +147,12 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  const std::string kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  ConfigInputs inputs = InputsFromFlags();
+  if (absl::Status s = ValidateFlags(inputs); !s.ok()) {
+    std::fprintf(stderr, "baton: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  const std::string& kubeconfig = inputs.kubeconfig;
   absl::StatusOr<kube::RestConfig> rest =
       kubeconfig.empty() ? kube::LoadInClusterConfig() : kube::LoadKubeconfig(kubeconfig);
   if (!rest.ok()) {
@@ -157,7 +161,8 @@ int Main(int argc, char** argv) {
     if (kubeconfig.empty()) std::fprintf(stderr, "baton: outside a Pod, pass --kubeconfig\n");
     return 2;
   }
-  absl::StatusOr<SidecarConfig> config = ConfigFrom(InputsFromFlags(*rest));
+  inputs.client_namespace = rest->namespace_name;
+  absl::StatusOr<SidecarConfig> config = ConfigFrom(inputs);
   if (!config.ok()) {
     std::fprintf(stderr, "baton: %s\n", std::string(config.status().message()).c_str());
     return 2;

@@ -62,11 +62,31 @@ std::string DefaultIdentity(const std::string& pod_name, const std::string& host
   return absl::StrCat(pod_name.empty() ? hostname : pod_name, "_", suffix);
 }
 
-absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
-  SidecarConfig c;
+absl::Status ValidateFlags(const ConfigInputs& in) {
   if (in.lease_name.empty()) {
     return absl::InvalidArgumentError("--lease-name is required: the Lease to hold");
   }
+  if (absl::Status s = ValidateTiming(in.timing); !s.ok()) return s;
+  if (absl::Status s = ValidateAddress("http-addr", in.http_addr); !s.ok()) return s;
+  if (absl::Status s = ValidateAddress("grpc-addr", in.grpc_addr); !s.ok()) return s;
+  if (!in.metrics_addr.empty()) {
+    if (absl::Status s = ValidateAddress("metrics-addr", in.metrics_addr); !s.ok()) return s;
+  }
+  if (in.api_timeout < absl::ZeroDuration() || in.api_timeout >= in.timing.renew_deadline) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--api-timeout=", absl::FormatDuration(in.api_timeout),
+                     " must be positive and shorter than --renew-deadline=",
+                     absl::FormatDuration(in.timing.renew_deadline)));
+  }
+  if (in.shutdown_grace <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--shutdown-grace must be positive");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
+  if (absl::Status s = ValidateFlags(in); !s.ok()) return s;
+  SidecarConfig c;
   c.lease_name = in.lease_name;
   c.lease_namespace = in.lease_namespace;
   if (c.lease_namespace.empty()) c.lease_namespace = in.pod_namespace;
@@ -81,28 +101,13 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.identity = in.identity.empty() ? DefaultIdentity(in.pod_name, in.hostname, in.random_suffix)
                                    : in.identity;
   c.timing = in.timing;
-  if (absl::Status s = ValidateTiming(c.timing); !s.ok()) return s;
   c.kubeconfig = in.kubeconfig;
   c.http_addr = in.http_addr;
   c.grpc_addr = in.grpc_addr;
-  if (absl::Status s = ValidateAddress("http-addr", c.http_addr); !s.ok()) return s;
-  if (absl::Status s = ValidateAddress("grpc-addr", c.grpc_addr); !s.ok()) return s;
   c.metrics_addr = in.metrics_addr;
-  if (!c.metrics_addr.empty()) {
-    if (absl::Status s = ValidateAddress("metrics-addr", c.metrics_addr); !s.ok()) return s;
-  }
   c.release_on_shutdown = in.release_on_shutdown;
-  c.api_timeout = in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing)
-                                                           : in.api_timeout;
-  if (c.api_timeout < absl::ZeroDuration() || c.api_timeout >= c.timing.renew_deadline) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--api-timeout=", absl::FormatDuration(c.api_timeout),
-        " must be positive and shorter than --renew-deadline=",
-        absl::FormatDuration(c.timing.renew_deadline)));
-  }
-  if (in.shutdown_grace <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--shutdown-grace must be positive");
-  }
+  c.api_timeout =
+      in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
   c.shutdown_grace = in.shutdown_grace;
   return c;
 }

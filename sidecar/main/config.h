@@ -75,8 +75,14 @@ struct ConfigInputs {
   std::string random_suffix;     // for the default identity
 };
 
-// Resolves defaults and validates. InvalidArgument with a message meant for
-// the operator when something required is missing or inconsistent.
+// Checks what the flags say on their own: --lease-name present, durations,
+// addresses, timeouts. main calls it before loading the API client config, so
+// a bad flag is reported first. InvalidArgument naming the flag.
+absl::Status ValidateFlags(const ConfigInputs& in);
+
+// ValidateFlags, then resolves the defaults (namespace, identity, API
+// timeout). InvalidArgument with a message meant for the operator when
+// something required is missing or inconsistent.
 absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in);
 
 // `<pod name or hostname>_<suffix>`: unique per process, so a restarted

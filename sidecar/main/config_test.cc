@@ -25,6 +25,9 @@ struct TimingCase {
   const char* error;  // nullptr: valid
 };
 
+// Names the case in test listings instead of dumping its bytes.
+void PrintTo(const TimingCase& c, std::ostream* os) { *os << c.name; }
+
 class TimingTest : public ::testing::TestWithParam<TimingCase> {};
 
 TEST_P(TimingTest, ValidatesPerDesign) {

@@ -76,14 +76,13 @@ CommandResult RunCommand(const std::vector<std::string>& argv, const std::string
 ControlPlane& ControlPlane::Get() {
   static ControlPlane* const cp = [] {
     const char* dir = std::getenv("BATON_CONTROLPLANE_DIR");
-    const char* root = std::getenv("BATON_ROOT");
-    if (dir == nullptr || root == nullptr || access((std::string(dir) + "/ready").c_str(), R_OK) != 0) {
+    if (dir == nullptr || access((std::string(dir) + "/ready").c_str(), R_OK) != 0) {
       std::fprintf(stderr,
                    "no ready control plane: run this test through ctest (the controlplane "
-                   "fixture sets BATON_CONTROLPLANE_DIR and BATON_ROOT)\n");
+                   "fixture starts one and sets BATON_CONTROLPLANE_DIR)\n");
       std::abort();
     }
-    return new ControlPlane(dir, root);
+    return new ControlPlane(dir, BATON_SOURCE_DIR);
   }();
   return *cp;
 }
@@ -93,6 +92,8 @@ std::string ControlPlane::Server() const {
 }
 
 std::string ControlPlane::KubectlPath() const { return dir_ + "/bin/kubectl"; }
+
+std::string ControlPlane::BatonBinary() const { return std::string(BATON_BIN_DIR) + "/baton"; }
 
 CommandResult ControlPlane::KubectlResult(const std::vector<std::string>& args,
                                           const std::string& input) const {

@@ -65,6 +65,8 @@ class ControlPlane {
   // The repository's scripts/controlplane and the matching kubectl (DIR/bin).
   std::string Script() const { return root_ + "/scripts/controlplane"; }
   std::string KubectlPath() const;
+  // The baton binary of this build.
+  std::string BatonBinary() const;
 
  private:
   ControlPlane(std::string dir, std::string root) : dir_(std::move(dir)), root_(std::move(root)) {}
