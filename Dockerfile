@@ -16,7 +16,7 @@ RUN bash -c 'source scripts/lib.sh && ensure_apt_packages' && rm -rf /var/lib/ap
 COPY . .
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
  && cmake --build build --target baton \
- && cmake --install build --prefix /opt/baton --strip
+ && install -D --strip build/bin/baton /opt/baton/bin/baton
 
 FROM debian:bookworm-slim
 # Runtime libraries only: the packages of every library `ldd` reports for the
@@ -32,6 +32,7 @@ COPY --from=build /opt/baton/bin/baton /usr/local/bin/baton
 # A numeric UID/GID (no entry in /etc/passwd needed) so Kubernetes'
 # runAsNonRoot can verify it; the manifests in deploy/ use the same.
 USER 65532:65532
-# HTTP API, gRPC API (both loopback by default) and --metrics-addr in deploy/.
-EXPOSE 4040 4041 9090
+# --metrics-addr in deploy/ (probes and /metrics). The application's HTTP and
+# gRPC API (4040, 4041) stay on the Pod's loopback.
+EXPOSE 9090
 ENTRYPOINT ["/usr/local/bin/baton"]
