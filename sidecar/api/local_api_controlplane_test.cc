@@ -1,0 +1,331 @@
+// The local API of real baton processes campaigning on the real control
+// plane, seen the way an application sees it: gRPC watchers through a kill
+// and a Resign, /readyz/leader and leader_election_master_status flipping on
+// handover, and a leader that keeps leading while its API is abused.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "baton/v1/leader_election.grpc.pb.h"
+#include "boost/json/parse.hpp"
+#include "boost/json/value.hpp"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "gtest/gtest.h"
+#include "sidecar/api/testing/raw_http_client.h"
+#include "tests/support/controlplane.h"
+
+extern char** environ;
+
+namespace baton {
+namespace {
+
+using testing::Get;
+using testing::HttpResponse;
+using testing::RawHttpConnection;
+using Event = v1::WatchLeadershipResponse::Event;
+
+constexpr absl::Duration kLeaseDuration = absl::Seconds(2);
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// One baton process on its own ports, logging to a file.
+class Sidecar {
+ public:
+  Sidecar(const std::string& name, const std::string& ns, const std::string& log_dir)
+      : identity_(name + "_" + std::to_string(::getpid())),
+        http_port_(FreePort()),
+        grpc_port_(FreePort()),
+        metrics_port_(FreePort()),
+        log_path_(log_dir + "/" + name + ".log") {
+    const std::vector<std::string> args = {
+        testing::ControlPlane::Get().BatonBinary(),
+        "--lease-name=app",
+        "--lease-namespace=" + ns,
+        "--identity=" + identity_,
+        "--kubeconfig=" + testing::ControlPlane::Get().AdminKubeconfig(),
+        "--lease-duration=2s",
+        "--renew-deadline=1500ms",
+        "--retry-period=250ms",
+        absl::StrCat("--http-addr=127.0.0.1:", http_port_),
+        absl::StrCat("--grpc-addr=127.0.0.1:", grpc_port_),
+        absl::StrCat("--metrics-addr=127.0.0.1:", metrics_port_),
+    };
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    EXPECT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ), 0) << argv[0];
+    posix_spawn_file_actions_destroy(&actions);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = v1::LeaderElection::NewStub(channel_);
+  }
+
+  ~Sidecar() {
+    Signal(SIGKILL);
+    if (::testing::Test::HasFailure()) {
+      std::ifstream log(log_path_);
+      std::stringstream text;
+      text << log.rdbuf();
+      std::cerr << "--- " << identity_ << " log ---\n" << text.str();
+    }
+  }
+
+  void Signal(int signal) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signal);
+    if (signal == SIGKILL) {
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = 0;
+    }
+  }
+
+  const std::string& identity() const { return identity_; }
+  int http_port() const { return http_port_; }
+  int metrics_port() const { return metrics_port_; }
+  v1::LeaderElection::Stub* stub() { return stub_.get(); }
+
+  std::optional<HttpResponse> Http(const std::string& target, int port = 0,
+                                   const std::string& method = "GET") {
+    RawHttpConnection conn(port == 0 ? http_port_ : port);
+    if (!conn.connected()) return std::nullopt;
+    return conn.RoundTrip(Get(target, method), absl::Seconds(2));
+  }
+
+  // GET /leader as JSON; empty while the sidecar is not answering yet.
+  boost::json::object Leader() {
+    std::optional<HttpResponse> res = Http("/leader");
+    if (!res || res->result_int() != 200) return {};
+    return boost::json::parse(res->body()).as_object();
+  }
+
+  // The value of leader_election_master_status from /metrics on the probes
+  // address, or -1.
+  int MasterStatus() {
+    std::optional<HttpResponse> res = Http("/metrics", metrics_port_);
+    if (!res) return -1;
+    const std::string line = "\nleader_election_master_status{name=\"app\"} ";
+    const size_t at = res->body().find(line);
+    return at == std::string::npos ? -1 : res->body()[at + line.size()] - '0';
+  }
+
+  // Polls until `done` holds (true) or `timeout` passes (false).
+  template <typename F>
+  static bool Eventually(F done, absl::Duration timeout = absl::Seconds(20)) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (done()) return true;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return false;
+  }
+
+  bool WaitLeading() {
+    return Eventually([this] {
+      boost::json::object l = Leader();
+      return l.contains("isLeader") && l.at("isLeader") == true;
+    });
+  }
+  bool WaitFollowing(const Sidecar& leader) {
+    return Eventually([&] {
+      boost::json::object l = Leader();
+      return l.contains("holderIdentity") &&
+             l.at("holderIdentity") == boost::json::string_view(leader.identity());
+    });
+  }
+
+ private:
+  std::string identity_;
+  int http_port_, grpc_port_, metrics_port_;
+  std::string log_path_;
+  pid_t pid_ = 0;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::LeaderElection::Stub> stub_;
+};
+
+// A WatchLeadership stream read synchronously with a per-stream deadline.
+class Watch {
+ public:
+  explicit Watch(v1::LeaderElection::Stub* stub, absl::Duration lifetime = absl::Seconds(60)) {
+    context_.set_deadline(absl::ToChronoTime(absl::Now() + lifetime));
+    reader_ = stub->WatchLeadership(&context_, v1::WatchLeadershipRequest());
+  }
+  ~Watch() { context_.TryCancel(); }
+
+  std::optional<v1::WatchLeadershipResponse> Next() {
+    v1::WatchLeadershipResponse m;
+    if (!reader_->Read(&m)) return std::nullopt;
+    return m;
+  }
+  // Reads until a message satisfies `want`; nullopt if the stream ends first.
+  template <typename F>
+  std::optional<v1::WatchLeadershipResponse> Until(F want) {
+    while (std::optional<v1::WatchLeadershipResponse> m = Next()) {
+      if (want(*m)) return m;
+    }
+    return std::nullopt;
+  }
+  void Cancel() { context_.TryCancel(); }
+
+ private:
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader_;
+};
+
+class LocalApiControlPlaneTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ns_ = testing::ControlPlane::Get().UniqueNamespace("api");
+    char dir[] = "/tmp/baton-api-XXXXXX";
+    log_dir_ = ::mkdtemp(dir);
+  }
+
+  std::unique_ptr<Sidecar> Start(const std::string& name) {
+    return std::make_unique<Sidecar>(name, ns_, log_dir_);
+  }
+
+  std::string ns_;
+  std::string log_dir_;
+};
+
+TEST_F(LocalApiControlPlaneTest, WatcherSeesTheHandoverWhenTheLeaderIsKilled) {
+  std::unique_ptr<Sidecar> a = Start("a");
+  ASSERT_TRUE(a->WaitLeading());
+  const int64_t token_a = a->Leader().at("fencingToken").as_int64();
+  std::unique_ptr<Sidecar> b = Start("b");
+  ASSERT_TRUE(b->WaitFollowing(*a));
+  EXPECT_EQ(b->Http("/readyz/leader", b->metrics_port())->result_int(), 503);
+  EXPECT_EQ(b->MasterStatus(), 0);
+  EXPECT_EQ(a->MasterStatus(), 1);
+
+  Watch watch(b->stub());
+  const absl::Time opened = absl::Now();
+  std::optional<v1::WatchLeadershipResponse> first = watch.Next();
+  ASSERT_TRUE(first);
+  EXPECT_LT(absl::Now() - opened, absl::Milliseconds(500)) << "first message not at once";
+  EXPECT_EQ(first->event(), v1::WatchLeadershipResponse::EVENT_INITIAL);
+  EXPECT_EQ(first->leadership().holder_identity(), a->identity());
+  EXPECT_FALSE(first->leadership().is_leader());
+
+  a->Signal(SIGKILL);
+  const absl::Time killed = absl::Now();
+  std::optional<v1::WatchLeadershipResponse> won =
+      watch.Until([](const auto& m) { return m.leadership().is_leader(); });
+  ASSERT_TRUE(won);
+  EXPECT_LT(absl::Now() - killed, kLeaseDuration + absl::Seconds(2));
+  EXPECT_EQ(won->event(), v1::WatchLeadershipResponse::EVENT_CHANGED);
+  EXPECT_EQ(won->leadership().holder_identity(), b->identity());
+  EXPECT_GT(won->leadership().fencing_token(), token_a);
+
+  EXPECT_EQ(b->Http("/readyz/leader", b->metrics_port())->result_int(), 200);
+  EXPECT_EQ(b->MasterStatus(), 1);
+}
+
+TEST_F(LocalApiControlPlaneTest, ResignHandsOverAndTheNewLeadersWatcherSeesIt) {
+  std::unique_ptr<Sidecar> a = Start("a");
+  ASSERT_TRUE(a->WaitLeading());
+  std::unique_ptr<Sidecar> b = Start("b");
+  ASSERT_TRUE(b->WaitFollowing(*a));
+  Watch watch_a(a->stub());
+  Watch watch_b(b->stub());
+  ASSERT_TRUE(watch_a.Next()->leadership().is_leader());
+  const v1::WatchLeadershipResponse initial_b = *watch_b.Next();
+  ASSERT_FALSE(initial_b.leadership().is_leader());
+
+  grpc::ClientContext context;
+  v1::ResignResponse response;
+  const absl::Time resigned = absl::Now();
+  ASSERT_TRUE(a->stub()->Resign(&context, v1::ResignRequest(), &response).ok());
+  EXPECT_TRUE(response.was_leader());
+  EXPECT_FALSE(response.leadership().is_leader());
+
+  std::optional<v1::WatchLeadershipResponse> stepped_down =
+      watch_a.Until([](const auto& m) { return !m.leadership().is_leader(); });
+  ASSERT_TRUE(stepped_down);
+  std::optional<v1::WatchLeadershipResponse> won =
+      watch_b.Until([](const auto& m) { return m.leadership().is_leader(); });
+  ASSERT_TRUE(won);
+  // With the Lease watch, a released Lease is taken well within a lease
+  // duration, not after it expires.
+  EXPECT_LT(absl::Now() - resigned, kLeaseDuration);
+  EXPECT_EQ(won->leadership().holder_identity(), b->identity());
+  EXPECT_GT(won->leadership().fencing_token(), initial_b.leadership().fencing_token());
+}
+
+TEST_F(LocalApiControlPlaneTest, LeaderKeepsLeadingAndAnsweringWhileItsApiIsAbused) {
+  std::unique_ptr<Sidecar> a = Start("a");
+  ASSERT_TRUE(a->WaitLeading());
+  const int64_t token = a->Leader().at("fencingToken").as_int64();
+  auto still_leading = [&] {
+    boost::json::object l = a->Leader();
+    return l.contains("isLeader") && l.at("isLeader") == true &&
+           l.at("fencingToken").as_int64() == token;
+  };
+
+  std::vector<std::unique_ptr<RawHttpConnection>> idle;
+  for (int i = 0; i < 1000; ++i) idle.push_back(std::make_unique<RawHttpConnection>(a->http_port()));
+  EXPECT_TRUE(still_leading());
+
+  for (const std::string& garbage : {std::string("GARBAGE\r\n\r\n"), std::string("GET /leader HTTP/1.1\r\n") +
+                                         std::string(64 * 1024, 'x') + "\r\n\r\n"}) {
+    RawHttpConnection conn(a->http_port());
+    std::optional<HttpResponse> res = conn.RoundTrip(garbage);
+    ASSERT_TRUE(res);
+    EXPECT_GE(res->result_int(), 400);
+    EXPECT_LT(res->result_int(), 500);
+  }
+  std::vector<std::unique_ptr<RawHttpConnection>> slow;
+  for (int i = 0; i < 20; ++i) {
+    slow.push_back(std::make_unique<RawHttpConnection>(a->http_port()));
+    slow.back()->Send("GET /leader HTTP/1.1\r\nHost: x\r\n");
+  }
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::unique_ptr<Watch>> watches;
+    for (int i = 0; i < 20; ++i) {
+      watches.push_back(std::make_unique<Watch>(a->stub()));
+      ASSERT_TRUE(watches.back()->Next());
+    }
+    for (auto& w : watches) w->Cancel();
+    RawHttpConnection mid(a->http_port());
+    mid.Send("GET /lea");
+    mid.Abort();
+    EXPECT_TRUE(still_leading());
+  }
+  // Longer than a lease duration: renews kept going throughout.
+  const absl::Time until = absl::Now() + 2 * kLeaseDuration;
+  while (absl::Now() < until) {
+    ASSERT_TRUE(still_leading());
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  for (auto& s : slow) EXPECT_TRUE(s->WaitClosed(absl::Seconds(10)));
+}
+
+}  // namespace
+}  // namespace baton
