@@ -185,8 +185,10 @@ func (m *member) state() (State, error) {
 	if resp.StatusCode != http.StatusOK {
 		return s, fmt.Errorf("GET /leader: %s", resp.Status)
 	}
-	return s, json.NewDecoder(resp.Body).Decode(&s)
+	return s, jsonDecode(resp, &s)
 }
+
+func jsonDecode(resp *http.Response, v any) error { return json.NewDecoder(resp.Body).Decode(v) }
 
 func (m *member) signal(sig syscall.Signal) { _ = m.cmd.Process.Signal(sig) }
 

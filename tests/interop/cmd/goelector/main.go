@@ -4,7 +4,8 @@
 // Lease to prove the two interoperate, and benchmarks use it as the peer.
 //
 // It answers GET /leader with the subset of baton's JSON the tests read:
-// {"isLeader", "identity", "holderIdentity", "fencingToken"}. isLeader is
+// {"isLeader", "identity", "holderIdentity", "fencingToken"}, plus
+// "apiRequests", the number of API-server requests it has sent. isLeader is
 // true between client-go's OnStartedLeading and OnStoppedLeading callbacks.
 // When client-go's Run returns (leadership lost), it campaigns again, as a
 // controller restarted by its Deployment would.
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +33,7 @@ import (
 )
 
 type state struct {
+	requests atomic.Int64 // API requests sent, for the benchmarks
 	mu       sync.Mutex
 	leading  bool
 	token    int32
@@ -45,11 +48,16 @@ func (s *state) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 		"identity":       s.identity,
 		"holderIdentity": s.holder,
 		"fencingToken":   s.token,
+		"apiRequests":    s.requests.Load(),
 	}
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(body)
 }
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig path")
@@ -67,13 +75,19 @@ func main() {
 		log.Fatal(err)
 	}
 	cfg.UserAgent = "goelector (client-go leaderelection)"
+	st := &state{identity: *identity}
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			st.requests.Add(1)
+			return rt.RoundTrip(r)
+		})
+	}
 	client := kubernetes.NewForConfigOrDie(cfg)
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: *name, Namespace: *namespace},
 		Client:     client.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: *identity},
 	}
-	st := &state{identity: *identity}
 
 	ln, err := net.Listen("tcp", *httpAddr)
 	if err != nil {
