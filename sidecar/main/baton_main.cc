@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -27,6 +29,7 @@
 #include "sidecar/kube/rest_config.h"
 #include "sidecar/main/config.h"
 #include "sidecar/main/daemon.h"
+#include "sidecar/tools/leases_command.h"
 
 ABSL_FLAG(std::string, lease_name, "", "Name of the coordination.k8s.io/v1 Lease to hold. Required.");
 ABSL_FLAG(std::string, lease_namespace, "",
@@ -60,6 +63,13 @@ ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "On SIGTERM/SIGINT: time allowed for releasing the Lease, and again for closing the "
           "local servers. Keep terminationGracePeriodSeconds above twice this.");
+
+// `baton leases` (sidecar/tools/leases_command.h); --kubeconfig is shared.
+ABSL_FLAG(std::string, namespace, "",
+          "baton leases: the namespace to audit. Default: the kubeconfig context's, else "
+          "\"default\".");
+ABSL_FLAG(bool, all_namespaces, false, "baton leases: audit every namespace.");
+ABSL_FLAG(std::string, output, "text", "baton leases: text (one line per Lease) or json.");
 
 namespace baton {
 namespace {
@@ -122,6 +132,48 @@ ConfigInputs InputsFromFlags() {
   return in;
 }
 
+// `baton leases [flags]`: the operator's audit command. argv[1] is "leases".
+int LeasesMain(int argc, char** argv) {
+  absl::SetProgramUsageMessage(tools::kLeasesHelp);
+  // Parse as if "leases" were not there.
+  std::vector<char*> shifted = {argv[0]};
+  shifted.insert(shifted.end(), argv + 2, argv + argc);
+  std::vector<std::string> storage;
+  std::vector<char*> args =
+      DashesToUnderscores(static_cast<int>(shifted.size()), shifted.data(), storage);
+  const std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (positional.size() > 1) {
+    std::fprintf(stderr, "baton leases: unexpected argument %s\n", positional[1]);
+    return tools::kLeasesBadUsage;
+  }
+  absl::StatusOr<tools::LeasesOutput> output =
+      tools::ParseLeasesOutput(absl::GetFlag(FLAGS_output));
+  if (!output.ok()) {
+    std::fprintf(stderr, "baton leases: %s\n", std::string(output.status().message()).c_str());
+    return tools::kLeasesBadUsage;
+  }
+  tools::LeasesOptions options;
+  options.namespace_name = absl::GetFlag(FLAGS_namespace);
+  options.all_namespaces = absl::GetFlag(FLAGS_all_namespaces);
+  options.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  options.output = *output;
+  return tools::RunLeases(options, *SystemClock(), std::cout, std::cerr);
+}
+
+// The audit command's flags mean nothing to the sidecar; refuse them rather
+// than ignore them, so `baton --namespace=x` is not mistaken for a sidecar
+// that campaigns in x.
+absl::Status RejectLeasesFlags() {
+  if (!absl::GetFlag(FLAGS_namespace).empty() || absl::GetFlag(FLAGS_all_namespaces) ||
+      absl::GetFlag(FLAGS_output) != "text") {
+    return absl::InvalidArgumentError(
+        "--namespace, --all-namespaces and --output belong to `baton leases`; the sidecar's "
+        "namespace flag is --lease-namespace");
+  }
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
   absl::FlagsUsageConfig usage;
   usage.version_string = [] { return absl::StrCat("baton ", kVersion, "\n"); };
@@ -129,10 +181,13 @@ int Main(int argc, char** argv) {
     return absl::StrContains(path, "sidecar/main/");
   };
   absl::SetFlagsUsageConfig(usage);
+  if (argc > 1 && std::string_view(argv[1]) == "leases") return LeasesMain(argc, argv);
   absl::SetProgramUsageMessage(
       "leader-election sidecar: holds a coordination.k8s.io/v1 Lease for the "
       "application beside it and tells it, over localhost, whether it leads.\n"
-      "  baton --lease-name=NAME [flags]\n"
+      "  baton --lease-name=NAME [flags]      run the sidecar\n"
+      "  baton leases [--namespace=NS | --all-namespaces] [--output=text|json]\n"
+      "                                      audit Leases (see baton leases --help)\n"
       "Flags may be written with dashes or underscores (--lease-name, --lease_name).");
   std::vector<std::string> storage;
   std::vector<char*> args = DashesToUnderscores(argc, argv, storage);
@@ -148,7 +203,9 @@ int Main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   ConfigInputs inputs = InputsFromFlags();
-  if (absl::Status s = ValidateFlags(inputs); !s.ok()) {
+  absl::Status flags_ok = RejectLeasesFlags();
+  if (flags_ok.ok()) flags_ok = ValidateFlags(inputs);
+  if (absl::Status s = flags_ok; !s.ok()) {
     std::fprintf(stderr, "baton: %s\n", std::string(s.message()).c_str());
     return 2;
   }
