@@ -68,6 +68,8 @@ void SetSocketOptions(tcp::socket& socket, absl::Duration keepalive) {
 }  // namespace
 
 Deadline DeadlineIn(absl::Duration timeout) {
+  // An infinite or huge timeout would overflow the clock's representation.
+  timeout = std::min(timeout, absl::Hours(24 * 365));
   return std::chrono::steady_clock::now() +
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
              absl::ToChronoNanoseconds(timeout));

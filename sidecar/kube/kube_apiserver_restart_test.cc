@@ -1,0 +1,114 @@
+// The kube client across a kube-apiserver restart. Its own binary: the
+// restart would fail whatever other test used the shared API server at the
+// time, so CTest runs it alone (RUN_SERIAL).
+//
+// A restart is also the dependable way to make a resourceVersion Gone: the
+// new server's watch cache starts at the current version and answers 410 for
+// older ones, while a fresh server replays them from etcd until its first
+// compaction (five minutes).
+#include <cstdio>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "sidecar/kube/lease_json.h"
+#include "sidecar/kube/lease_watcher.h"
+#include "sidecar/kube/testing/controlplane_fixture.h"
+
+namespace baton::kube {
+namespace {
+
+using testing::KubeControlPlaneTest;
+using testing::NewRecord;
+using testing::WatchLog;
+
+// Watches Lease `name` from resourceVersion `rv` until the first event;
+// true if the server says the version is Gone (HTTP 410 or an ERROR event).
+bool WatchFromIsGone(KubeClient& client, const std::string& ns, const std::string& rv) {
+  const std::string path = absl::StrCat(
+      LeasesPath(ns), "?watch=1&fieldSelector=metadata.name%3Dlock&resourceVersion=", rv);
+  std::string events;
+  const absl::Status s = client.Watch(
+      path, absl::Seconds(5), [] {},
+      [&](absl::string_view data) {
+        events.append(data.data(), data.size());
+        if (absl::StrContains(events, "\n")) return absl::CancelledError("first event seen");
+        return absl::OkStatus();
+      });
+  std::printf("watch from resourceVersion %s: %s %s\n", rv.c_str(), s.ToString().c_str(),
+              events.substr(0, 300).c_str());
+  return absl::IsFailedPrecondition(s) || (absl::StrContains(events, "\"type\":\"ERROR\"") &&
+                                           absl::StrContains(events, "\"code\":410"));
+}
+
+TEST_F(KubeControlPlaneTest, StoreAndWatcherSurviveARestartAndRecoverFromGoneVersions) {
+  KubeLeaseStore store = AdminStore("lock");
+  LeaseRecord r = *store.Create(NewRecord("a"));
+  const std::string before_restart = r.resource_version;
+
+  WatchLog log;
+  LeaseWatcherOptions options;
+  options.min_backoff = absl::Milliseconds(100);
+  options.max_backoff = absl::Seconds(1);
+  LeaseWatcher watcher(
+      *KubeClient::Create(AdminConfig()), ns_, "lock",
+      [&](const std::optional<LeaseRecord>& rec) { log.Add(rec); }, nullptr, options);
+  watcher.Start();
+  ASSERT_TRUE(log.WaitForHolder("a", absl::Seconds(10)));
+
+  ASSERT_TRUE(cp_.RestartApiServer().ok());
+
+  // The store's kept-alive connection died with the old process; the next
+  // request dials again.
+  r.holder_identity = "after-restart";
+  absl::StatusOr<LeaseRecord> written = store.Update(r);
+  for (const absl::Time until = absl::Now() + absl::Seconds(20);
+       !written.ok() && absl::Now() < until; absl::SleepFor(absl::Milliseconds(200))) {
+    written = store.Update(r);
+  }
+  ASSERT_TRUE(written.ok()) << written.status();
+  EXPECT_TRUE(log.WaitForHolder("after-restart", absl::Seconds(30)))
+      << ::testing::PrintToString(log.holders());
+
+  // The version from before the restart is Gone now (the watch cache may
+  // take a moment to be ready after the restart)...
+  std::shared_ptr<KubeClient> raw = Client(AdminConfig());
+  bool gone = WatchFromIsGone(*raw, ns_, before_restart);
+  for (const absl::Time until = absl::Now() + absl::Seconds(30); !gone && absl::Now() < until;) {
+    absl::SleepFor(absl::Seconds(1));
+    gone = WatchFromIsGone(*raw, ns_, before_restart);
+  }
+  ASSERT_TRUE(gone);
+
+  // ...and a watcher that starts from it re-reads the Lease and follows on.
+  absl::Mutex mu;
+  int gets = 0;
+  KubeClientOptions counting;
+  counting.observer = [&](std::string_view verb, int code, absl::Duration) {
+    absl::MutexLock lock(&mu);
+    if (verb == "get" && code == 200) ++gets;
+  };
+  WatchLog late_log;
+  LeaseWatcherOptions late_options = options;
+  late_options.start_resource_version = before_restart;
+  LeaseWatcher late(
+      *KubeClient::Create(AdminConfig(), counting), ns_, "lock",
+      [&](const std::optional<LeaseRecord>& rec) { late_log.Add(rec); }, nullptr, late_options);
+  late.Start();
+  EXPECT_TRUE(late_log.WaitForHolder("after-restart", absl::Seconds(10)));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(gets, 1);  // the re-read after 410
+  }
+
+  Kubectl(
+      {"patch", "lease", "lock", "--type=merge", "-p", R"({"spec":{"holderIdentity":"kubectl"}})"});
+  EXPECT_TRUE(log.WaitForHolder("kubectl", absl::Seconds(10)));
+  EXPECT_TRUE(late_log.WaitForHolder("kubectl", absl::Seconds(10)));
+  late.Stop();
+  watcher.Stop();
+}
+
+}  // namespace
+}  // namespace baton::kube
