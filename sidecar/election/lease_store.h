@@ -29,8 +29,9 @@ class LeaseStore {
   // Replaces the Lease's election fields with `record`'s, conditional on
   // `record.resource_version` still being current; all other fields of the
   // stored object are preserved. Returns the stored record.
-  // Aborted (HTTP 409 Conflict) if the Lease changed since that version;
-  // NotFound if it was deleted.
+  // Aborted (HTTP 409 Conflict) if the Lease changed since that version,
+  // and also if it was deleted (Leases allow create-on-update, so the API
+  // server answers Conflict); a following Get then says NotFound.
   virtual absl::StatusOr<LeaseRecord> Update(const LeaseRecord& record) = 0;
 };
 
