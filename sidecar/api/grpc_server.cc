@@ -19,7 +19,8 @@ int Millis(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds
 GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
     : options_(std::move(options)),
       context_(context),
-      service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval},
+      service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval,
+                                            options_.fanout_threads},
                context) {}
 
 GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }

@@ -45,6 +45,9 @@ struct GrpcServerOptions {
   int max_watchers = 1024;
   // Requested heartbeat intervals below this are raised to it.
   absl::Duration min_heartbeat_interval = absl::Milliseconds(100);
+  // Threads that start the writes of a large fan-out in parallel (see
+  // LeaderElectionServiceOptions::fanout_threads).
+  int fanout_threads = 2;
   // The refresh thread re-evaluates health and leadership at least this
   // often, even with no change published.
   absl::Duration refresh_interval = absl::Seconds(1);

@@ -17,6 +17,9 @@ using Message = std::shared_ptr<const Response>;
 using SteadyTime = std::chrono::steady_clock::time_point;
 using SteadyDuration = std::chrono::steady_clock::duration;
 
+// Below this many writes, waking the fan-out helpers costs more than it saves.
+constexpr size_t kMinParallelWrites = 64;
+
 constexpr char kGetLeadership[] = "GetLeadership";
 constexpr char kWatchLeadership[] = "WatchLeadership";
 constexpr char kResign[] = "Resign";
@@ -241,7 +244,9 @@ class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReacto
 
 LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions options,
                                              const ApiContext* context)
-    : options_(std::move(options)), context_(context) {}
+    : options_(std::move(options)),
+      context_(context),
+      fanout_(options_.fanout_threads, kMinParallelWrites) {}
 
 LeaderElectionService::~LeaderElectionService() = default;
 
@@ -319,8 +324,8 @@ absl::Duration LeaderElectionService::Refresh() {
     }
   }
   // Outside the lock: a write may complete, and even finish the stream,
-  // inline on this thread.
-  for (WatchReactor* reactor : to_start) reactor->StartPrepared();
+  // inline on the thread that starts it.
+  fanout_.Run(to_start.size(), [&](size_t i) { to_start[i]->StartPrepared(); });
 
   if (next_due == SteadyTime::max()) return absl::InfiniteDuration();
   return std::max(absl::FromChrono(next_due - now), absl::ZeroDuration());

@@ -28,6 +28,7 @@
 #include "absl/time/time.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "sidecar/api/api_context.h"
+#include "sidecar/api/fanout_workers.h"
 
 namespace baton {
 
@@ -36,6 +37,10 @@ struct LeaderElectionServiceOptions {
   int max_watchers = 1024;
   // Requested heartbeat intervals below this are raised to it.
   absl::Duration min_heartbeat_interval = absl::Milliseconds(100);
+  // Threads (the refresh thread included) that start the writes of one large
+  // fan-out in parallel. Each write costs microseconds of transport work;
+  // with 2, a handover reaches 1,000 streams in about half the time.
+  int fanout_threads = 2;
 };
 
 // Thread-safe. The RPC handlers are called by grpc++; Refresh and FinishAll
@@ -83,6 +88,7 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
 
   const LeaderElectionServiceOptions options_;
   const ApiContext* const context_;
+  FanOutWorkers fanout_;
 
   mutable absl::Mutex mu_;
   absl::flat_hash_set<WatchReactor*> watchers_ ABSL_GUARDED_BY(mu_);

@@ -1,13 +1,20 @@
-// api_bench_client: measures WatchLeadership fan-out against
-// api_bench_server. Opens --watchers streams spread over --channels
-// connections (grpc++ callback API, so no thread per stream), waits for every
-// stream's first message, then triggers --handovers handovers through Resign
-// and records, for every stream, the time from publish (the snapshot's
-// acquireTime, set by the bench server just before publishing) to receipt.
+// api_bench_client: gRPC load against api_bench_server, on grpc++'s callback
+// API (no thread per call or stream). Two modes:
 //
-// Prints one line of key=value results: per-stream latency p50/p99/max over
-// all handovers, and the per-handover "all notified within" (the slowest
-// stream of each handover) p50/max.
+// --mode=watch (default): opens --watchers WatchLeadership streams spread
+//   over --channels connections, waits for every stream's first message,
+//   then triggers --handovers handovers through Resign and records, for
+//   every stream, the time from publish (the snapshot's acquireTime, set by
+//   the bench server just before publishing) to receipt. Prints per-stream
+//   latency p50/p99/max over all handovers, and the per-handover "all
+//   notified within" (the slowest stream of each handover) p50/max.
+//
+// --mode=unary: keeps --concurrency GetLeadership calls in flight over
+//   --channels connections for --duration; prints calls/s and latency
+//   p50/p99. A lighter load generator than ghz, whose own CPU use caps what
+//   it can measure on a 2-core machine.
+//
+// Output: one line of key=value results.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -30,6 +37,9 @@ ABSL_FLAG(int, watchers, 1000, "concurrent WatchLeadership streams");
 ABSL_FLAG(int, channels, 8, "connections to spread the streams over");
 ABSL_FLAG(int, handovers, 20, "handovers to measure");
 ABSL_FLAG(absl::Duration, pause, absl::Milliseconds(200), "pause between handovers");
+ABSL_FLAG(std::string, mode, "watch", "watch (fan-out latency) or unary (GetLeadership load)");
+ABSL_FLAG(int, concurrency, 64, "unary: calls in flight");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "unary: how long to run");
 
 namespace baton {
 namespace {
@@ -117,8 +127,77 @@ absl::Duration Percentile(std::vector<absl::Duration> v, double p) {
   return v[index];
 }
 
+// One call slot of the unary load: issues GetLeadership, and on completion
+// records the latency and issues the next, until `end`.
+class UnaryLoop {
+ public:
+  UnaryLoop(v1::LeaderElection::Stub* stub, absl::Time end, absl::Mutex* mu, int* running)
+      : stub_(stub), end_(end), mu_(mu), running_(running) {}
+
+  void Next() {
+    context_ = std::make_unique<grpc::ClientContext>();
+    started_ = absl::Now();
+    stub_->async()->GetLeadership(context_.get(), &request_, &response_,
+                                  [this](grpc::Status status) { Done(status); });
+  }
+  const std::vector<absl::Duration>& latencies() const { return latencies_; }
+  int errors() const { return errors_; }
+
+ private:
+  void Done(const grpc::Status& status) {
+    const absl::Time now = absl::Now();
+    if (status.ok()) {
+      latencies_.push_back(now - started_);
+    } else {
+      ++errors_;
+    }
+    if (now < end_) return Next();
+    absl::MutexLock lock(mu_);
+    --*running_;
+  }
+
+  v1::LeaderElection::Stub* const stub_;
+  const absl::Time end_;
+  absl::Mutex* const mu_;
+  int* const running_;
+  std::unique_ptr<grpc::ClientContext> context_;
+  v1::GetLeadershipRequest request_;
+  v1::Leadership response_;
+  absl::Time started_;
+  std::vector<absl::Duration> latencies_;
+  int errors_ = 0;
+};
+
+int RunUnary(const std::vector<std::unique_ptr<v1::LeaderElection::Stub>>& stubs) {
+  const int n = absl::GetFlag(FLAGS_concurrency);
+  absl::Mutex mu;
+  int running = n;
+  const absl::Time start = absl::Now();
+  const absl::Time end = start + absl::GetFlag(FLAGS_duration);
+  std::vector<std::unique_ptr<UnaryLoop>> loops;
+  for (int i = 0; i < n; ++i) {
+    loops.push_back(std::make_unique<UnaryLoop>(stubs[i % stubs.size()].get(), end, &mu, &running));
+  }
+  for (auto& loop : loops) loop->Next();
+  {
+    absl::MutexLock lock(&mu);
+    auto finished = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return running == 0; };
+    mu.Await(absl::Condition(&finished));
+  }
+  const absl::Duration elapsed = absl::Now() - start;
+  std::vector<absl::Duration> all;
+  int errors = 0;
+  for (const auto& loop : loops) {
+    all.insert(all.end(), loop->latencies().begin(), loop->latencies().end());
+    errors += loop->errors();
+  }
+  std::printf("calls=%zu errors=%d calls_per_s=%.0f p50_ms=%.3f p99_ms=%.3f\n", all.size(), errors,
+              static_cast<double>(all.size()) / absl::ToDoubleSeconds(elapsed),
+              Ms(Percentile(all, 0.50)), Ms(Percentile(all, 0.99)));
+  return errors == 0 ? 0 : 1;
+}
+
 int Run() {
-  const int n = absl::GetFlag(FLAGS_watchers);
   std::vector<std::shared_ptr<grpc::Channel>> channels;
   std::vector<std::unique_ptr<v1::LeaderElection::Stub>> stubs;
   for (int i = 0; i < absl::GetFlag(FLAGS_channels); ++i) {
@@ -128,6 +207,9 @@ int Run() {
                                                  grpc::InsecureChannelCredentials(), args));
     stubs.push_back(v1::LeaderElection::NewStub(channels.back()));
   }
+  if (absl::GetFlag(FLAGS_mode) == "unary") return RunUnary(stubs);
+
+  const int n = absl::GetFlag(FLAGS_watchers);
 
   Collector collector;
   std::vector<std::unique_ptr<Watcher>> watchers;

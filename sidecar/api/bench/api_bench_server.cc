@@ -38,6 +38,8 @@ ABSL_FLAG(std::string, metrics_addr, "", "probes-and-metrics address; empty: non
 ABSL_FLAG(int, http_threads, 1, "HTTP server threads");
 ABSL_FLAG(int, max_watchers, 2000, "WatchLeadership stream limit");
 ABSL_FLAG(int, max_connections, 512, "HTTP connection limit");
+ABSL_FLAG(int, fanout_threads, baton::GrpcServerOptions().fanout_threads,
+          "threads starting the writes of a WatchLeadership fan-out");
 ABSL_FLAG(std::string, ready_file, "", "where to write the bound ports once listening");
 
 namespace baton {
@@ -105,6 +107,7 @@ int Run() {
   GrpcServerOptions grpc_options;
   grpc_options.address = absl::GetFlag(FLAGS_grpc_addr);
   grpc_options.max_watchers = absl::GetFlag(FLAGS_max_watchers);
+  grpc_options.fanout_threads = absl::GetFlag(FLAGS_fanout_threads);
   GrpcServer grpc(grpc_options, &context);
 
   // Block the shutdown signals before any server thread exists, so they all
