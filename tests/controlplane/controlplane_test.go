@@ -41,28 +41,11 @@ spec:
 	cp.MustKubectl(t, good, "apply", "--server-side", "-f", "-")
 }
 
-// minimalRole is the Role DESIGN.md gives a sidecar: get, create and update
-// on Leases, nothing else.
-const minimalRole = `apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: baton, namespace: %[1]s}
-rules:
-- apiGroups: [coordination.k8s.io]
-  resources: [leases]
-  verbs: [get, create, update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: baton, namespace: %[1]s}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: baton}
-subjects:
-- {kind: ServiceAccount, name: baton, namespace: %[1]s}
-`
-
 func TestMinimalRoleGrantsExactlyGetCreateUpdate(t *testing.T) {
 	ns := cp.Namespace(t, "rbac")
 	kubeconfig := cp.TokenKubeconfig(t, ns, "baton")
-	cp.MustKubectl(t, fmt.Sprintf(minimalRole, ns), "apply", "-f", "-")
+	// The Role DESIGN.md gives a sidecar: get, create and update on Leases.
+	cp.GrantLeases(t, ns, "get", "create", "update")
 	for verb, want := range map[string]string{
 		"get": "yes", "create": "yes", "update": "yes", "delete": "no", "list": "no", "watch": "no",
 	} {

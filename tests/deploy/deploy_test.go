@@ -27,20 +27,6 @@ func repo(parts ...string) string {
 	return filepath.Join(append([]string{cptest.Root()}, parts...)...)
 }
 
-// batonBinary is build/bin/baton, or $BATON_BIN/baton when CTest or the
-// caller points elsewhere.
-func batonBinary(t testing.TB) string {
-	t.Helper()
-	bin := repo("build", "bin", "baton")
-	if dir := os.Getenv("BATON_BIN"); dir != "" {
-		bin = filepath.Join(dir, "baton")
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the baton binary is missing (%v): build it first (README, Building)", err)
-	}
-	return bin
-}
-
 // kustomizeIn renders the kustomization in repository directory dir with its
 // namespace replaced by ns, through an overlay in a temporary directory (the
 // examples name their own namespace; kustomize accepts only relative

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"baton/tests/internal/sidecars"
 )
 
 // instruction is one Dockerfile instruction with its continuation lines
@@ -216,7 +218,7 @@ func TestDockerfileRuntimeStageInstallsExactlyTheLinkedLibraries(t *testing.T) {
 		t.Fatal("dpkg is required: the build runs on Debian 12")
 	}
 	needed := map[string][]string{}
-	for lib, pkg := range owningPackages(t, linkedLibraries(t, batonBinary(t))) {
+	for lib, pkg := range owningPackages(t, linkedLibraries(t, sidecars.BatonBinary(t))) {
 		needed[pkg] = append(needed[pkg], filepath.Base(lib))
 	}
 	for _, libs := range needed {

@@ -6,151 +6,37 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"baton/tests/internal/sidecars"
 )
-
-// sidecar is one baton process.
-type sidecar struct {
-	name     string
-	httpAddr string
-	cmd      *exec.Cmd
-	logPath  string
-	done     chan struct{}
-}
-
-type leadership struct {
-	IsLeader       bool   `json:"isLeader"`
-	HolderIdentity string `json:"holderIdentity"`
-	FencingToken   int64  `json:"fencingToken"`
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// startSidecar runs baton as the holder of kubeconfig, on short durations
-// (lease 2s, renew deadline 1.5s, retry 250ms), and waits until it answers.
-func startSidecar(t *testing.T, name, kubeconfig, ns, lease string) *sidecar {
-	t.Helper()
-	s := &sidecar{name: name, httpAddr: freeAddr(t), done: make(chan struct{}),
-		logPath: filepath.Join(t.TempDir(), name+".log")}
-	logFile, err := os.Create(s.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.cmd = exec.Command(batonBinary(t), "--kubeconfig="+kubeconfig, "--lease-name="+lease,
-		"--lease-namespace="+ns, "--identity="+name, "--http-addr="+s.httpAddr,
-		"--grpc-addr="+freeAddr(t), "--lease-duration=2s", "--renew-deadline=1500ms",
-		"--retry-period=250ms")
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		logFile.Close()
-		close(s.done)
-	}()
-	t.Cleanup(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-		if t.Failed() {
-			b, _ := os.ReadFile(s.logPath)
-			t.Logf("--- log of %s:\n%s", s.name, b)
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := s.state(); err == nil {
-			return s
-		}
-		select {
-		case <-s.done:
-			t.Fatalf("%s exited at start: %v", name, s.cmd.ProcessState)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not answer on %s", name, s.httpAddr)
-		}
-	}
-}
-
-var httpClient = &http.Client{Timeout: 500 * time.Millisecond}
-
-func (s *sidecar) state() (leadership, error) {
-	var l leadership
-	resp, err := httpClient.Get("http://" + s.httpAddr + "/leader")
-	if err != nil {
-		return l, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return l, fmt.Errorf("GET /leader: %s", resp.Status)
-	}
-	return l, json.NewDecoder(resp.Body).Decode(&l)
-}
-
-// waitLeader waits until exactly one of sidecars says it leads.
-func waitLeader(t *testing.T, sidecars []*sidecar, timeout time.Duration) (*sidecar, leadership) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		var leader *sidecar
-		var state leadership
-		n := 0
-		for _, s := range sidecars {
-			if st, err := s.state(); err == nil && st.IsLeader {
-				leader, state = s, st
-				n++
-			}
-		}
-		if n == 1 {
-			return leader, state
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no single leader among %d sidecars within %v", len(sidecars), timeout)
-	return nil, leadership{}
-}
 
 func TestSidecarWithTheBaseServiceAccountLeadsAndHandsOver(t *testing.T) {
 	ns := cp.Namespace(t, "handover")
 	applyServerSide(t, kustomizeIn(t, "deploy/base", ns, ""))
-	kubeconfig := cp.TokenKubeconfig(t, ns, "baton")
-	sidecars := []*sidecar{
-		startSidecar(t, "a", kubeconfig, ns, "example-app"),
-		startSidecar(t, "b", kubeconfig, ns, "example-app"),
-	}
-	leader, before := waitLeader(t, sidecars, 10*time.Second)
-	follower := sidecars[0]
+	el := sidecars.Election{Kubeconfig: cp.TokenKubeconfig(t, ns, "baton"), Namespace: ns, Lease: "example-app"}
+	members := []*sidecars.Member{sidecars.Sidecar(t, el, "a"), sidecars.Sidecar(t, el, "b")}
+	leader, before := sidecars.WaitLeader(t, members, 10*time.Second)
+	follower := members[0]
 	if follower == leader {
-		follower = sidecars[1]
+		follower = members[1]
 	}
 	holder := cp.MustKubectl(t, "", "get", "lease", "example-app", "-n", ns, "-o", "jsonpath={.spec.holderIdentity}")
-	if holder != leader.name {
-		t.Errorf("Lease holder %q, want the leader %q", holder, leader.name)
+	if holder != leader.Name {
+		t.Errorf("Lease holder %q, want the leader %q", holder, leader.Name)
 	}
 
 	start := time.Now()
-	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
-	next, after := waitLeader(t, []*sidecar{follower}, 5*time.Second)
+	leader.Signal(syscall.SIGTERM)
+	next, after := sidecars.WaitLeader(t, []*sidecars.Member{follower}, 5*time.Second)
 	took := time.Since(start)
 	t.Logf("handover after SIGTERM took %v", took)
 	if next != follower || after.FencingToken != before.FencingToken+1 {
-		t.Errorf("after SIGTERM: %s leads with token %d; want %s with %d", next.name, after.FencingToken, follower.name, before.FencingToken+1)
+		t.Errorf("after SIGTERM: %s leads with token %d; want %s with %d", next.Name, after.FencingToken, follower.Name, before.FencingToken+1)
 	}
 	// A release, not an expiry (2s): the follower took over within a retry
 	// period (250ms). With watch working it is milliseconds; the e2e suite
@@ -158,19 +44,11 @@ func TestSidecarWithTheBaseServiceAccountLeadsAndHandsOver(t *testing.T) {
 	if took > 250*time.Millisecond {
 		t.Errorf("handover took %v; after a release it should take under the retry period", took)
 	}
-	select {
-	case <-leader.done:
-		if code := leader.cmd.ProcessState.ExitCode(); code != 0 {
-			t.Errorf("%s exited %d after SIGTERM, want 0", leader.name, code)
-		}
-	case <-time.After(5 * time.Second):
-		t.Errorf("%s still running 5s after SIGTERM", leader.name)
-	}
+	sidecars.CheckExitAfterSIGTERM(t, leader)
 	// Nothing the sidecars did was refused by RBAC.
-	for _, s := range sidecars {
-		b, _ := os.ReadFile(s.logPath)
-		if strings.Contains(string(b), "403") || strings.Contains(string(b), "Forbidden") {
-			t.Errorf("%s was refused something by RBAC:\n%s", s.name, b)
+	for _, m := range members {
+		if log := m.Log(); strings.Contains(log, "403") || strings.Contains(log, "Forbidden") {
+			t.Errorf("%s was refused something by RBAC:\n%s", m.Name, log)
 		}
 	}
 }
@@ -194,7 +72,7 @@ spec:
 // runBaton runs the baton binary to completion.
 func runBaton(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := exec.Command(batonBinary(t), args...)
+	cmd := exec.Command(sidecars.BatonBinary(t), args...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"baton/tests/internal/sidecars"
 )
 
 // TestHandoverBenchmark measures baton and client-go's LeaderElector side by
@@ -29,31 +32,31 @@ func TestHandoverBenchmark(t *testing.T) {
 	for _, kind := range []string{"baton", "client-go"} {
 		e := withWatch(t)
 		n := 0
-		spawn := func() *member {
+		spawn := func() *sidecars.Member {
 			n++
 			if kind == "baton" {
 				return e.sidecar(fmt.Sprintf("baton-%d", n))
 			}
 			return e.goElector(fmt.Sprintf("go-%d", n))
 		}
-		members := []*member{spawn(), spawn(), spawn()}
+		members := []*sidecars.Member{spawn(), spawn(), spawn()}
 		measure := func(sig syscall.Signal) []time.Duration {
 			var took []time.Duration
 			for i := 0; i < rounds; i++ {
 				d, old, _, _ := handover(t, members, sig)
 				took = append(took, d)
-				old.signal(syscall.SIGKILL)
-				<-old.done
-				members = append(others(members, old), spawn())
-				waitLeader(t, members, 15*time.Second)
-				time.Sleep(2 * retryPeriod) // let the new member settle as a follower
+				old.Signal(syscall.SIGKILL)
+				<-old.Done()
+				members = append(sidecars.Others(members, old), spawn())
+				sidecars.WaitLeader(t, members, 15*time.Second)
+				time.Sleep(2 * sidecars.RetryPeriod) // let the new member settle as a follower
 			}
 			return took
 		}
 		crash := measure(syscall.SIGKILL)
 		graceful := measure(syscall.SIGTERM)
-		leader, _ := waitLeader(t, members, 15*time.Second)
-		follower := others(members, leader)[0]
+		leader, _ := sidecars.WaitLeader(t, members, 15*time.Second)
+		follower := sidecars.Others(members, leader)[0]
 		l0, f0 := apiRequests(t, leader), apiRequests(t, follower)
 		time.Sleep(window)
 		perMinute := func(a, b int64) float64 { return float64(b-a) / window.Minutes() }
@@ -64,7 +67,7 @@ func TestHandoverBenchmark(t *testing.T) {
 			pct(graceful, 50), pct(graceful, 90), pct(graceful, 100), leaderRate, followerRate))
 	}
 	fmt.Printf("\nlease %v, renew deadline %v, retry period %v; %d handovers of each kind; requests over %v\n",
-		leaseDuration, renewDeadline, retryPeriod, rounds, window)
+		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, rounds, window)
 	fmt.Printf("%-9s  %26s   %26s   %17s\n", "", "crash failover (kill -9)", "graceful handover (SIGTERM)", "API requests/min")
 	fmt.Printf("%-9s  %8s %8s %8s   %8s %8s %8s   %8s %8s\n", "elector", "p50", "p90", "max", "p50", "p90", "max", "leader", "follower")
 	for _, r := range rows {
@@ -85,16 +88,16 @@ func pct(ds []time.Duration, p int) time.Duration {
 
 // apiRequests is how many API-server requests m has sent so far: the sum of
 // baton_kube_api_requests_total for a sidecar, apiRequests for a goelector.
-func apiRequests(t *testing.T, m *member) int64 {
+func apiRequests(t *testing.T, m *sidecars.Member) int64 {
 	t.Helper()
-	if strings.HasPrefix(m.name, "go-") {
+	if strings.HasPrefix(m.Name, "go-") {
 		var s struct {
 			APIRequests int64 `json:"apiRequests"`
 		}
-		getJSON(t, "http://"+m.httpAddr+"/leader", &s)
+		getJSON(t, "http://"+m.HTTPAddr+"/leader", &s)
 		return s.APIRequests
 	}
-	resp, err := httpClient.Get("http://" + m.httpAddr + "/metrics")
+	resp, err := m.Get("/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +122,7 @@ func getJSON(t *testing.T, url string, v any) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if err := jsonDecode(resp, v); err != nil {
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
 	}
 }

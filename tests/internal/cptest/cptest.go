@@ -114,3 +114,28 @@ func (cp *ControlPlane) TokenKubeconfig(t testing.TB, ns, sa string) string {
 	}
 	return out
 }
+
+// leaseRole is Role baton in namespace %[1]s granting verbs %[2]s on Leases,
+// bound to ServiceAccount baton there.
+const leaseRole = `apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: baton, namespace: %[1]s}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [%[2]s]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: baton, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: baton}
+subjects:
+- {kind: ServiceAccount, name: baton, namespace: %[1]s}
+`
+
+// GrantLeases applies a Role granting verbs on Leases in ns, and nothing
+// else, bound to ServiceAccount ns/baton.
+func (cp *ControlPlane) GrantLeases(t testing.TB, ns string, verbs ...string) {
+	t.Helper()
+	cp.MustKubectl(t, fmt.Sprintf(leaseRole, ns, strings.Join(verbs, ", ")), "apply", "-f", "-")
+}
