@@ -98,12 +98,23 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
     return absl::Status(s.code(), absl::StrCat("--grpc-addr=", config_.grpc_addr, ": ", s.message()));
   }
 
-  loop_->Start();
+  // The watcher starts first, and the loop only once the watcher's first read
+  // has been handed over (or an API timeout has passed). Otherwise that read
+  // could say "no Lease" after the loop had already created one, and the
+  // loop would step down from its own fresh Lease.
   watcher_ = std::make_unique<kube::LeaseWatcher>(
       std::move(*watch_client), config_.lease_namespace, config_.lease_name,
-      [this](const std::optional<LeaseRecord>& record) { loop_->Observe(record); },
-      [this](const absl::Status& status) { OnWatchStatus(status); });
+      [this](const std::optional<LeaseRecord>& record) {
+        loop_->Observe(record);
+        if (!watcher_answered_.HasBeenNotified()) watcher_answered_.Notify();
+      },
+      [this](const absl::Status& status) {
+        OnWatchStatus(status);
+        if (!status.ok() && !watcher_answered_.HasBeenNotified()) watcher_answered_.Notify();
+      });
   watcher_->Start();
+  watcher_answered_.WaitForNotificationWithTimeout(config_.api_timeout);
+  loop_->Start();
   spdlog::info("event=started identity={} lease={}/{} server={} http={} grpc={}{}",
                LogValue(config_.identity), config_.lease_namespace, config_.lease_name,
                rest.ServerUrl(), config_.http_addr, config_.grpc_addr,

@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "sidecar/api/api_context.h"
 #include "sidecar/api/grpc_server.h"
@@ -94,6 +95,8 @@ class Daemon {
   std::unique_ptr<GrpcServer> grpc_;
   // Touched by the watcher's thread only.
   std::optional<bool> watch_works_;
+  // Notified by the watcher's first record or failure; the loop starts after.
+  absl::Notification watcher_answered_;
   bool stopped_ = false;
 };
 

@@ -47,7 +47,7 @@ func TestSidecarWithTheBaseServiceAccountLeadsAndHandsOver(t *testing.T) {
 	sidecars.CheckExitAfterSIGTERM(t, leader)
 	// Nothing the sidecars did was refused by RBAC.
 	for _, m := range members {
-		if log := m.Log(); strings.Contains(log, "403") || strings.Contains(log, "Forbidden") {
+		if log := m.Log(); strings.Contains(log, "HTTP 403") || strings.Contains(log, "Forbidden") {
 			t.Errorf("%s was refused something by RBAC:\n%s", m.Name, log)
 		}
 	}
