@@ -32,6 +32,11 @@ func TestExactlyOneLeaderAndTheLeaseShowsIt(t *testing.T) {
 	if first.holder() != leader.Name || st.HolderIdentity != leader.Name {
 		t.Errorf("Lease holder %q, /leader holderIdentity %q; want the leader %q", first.holder(), st.HolderIdentity, leader.Name)
 	}
+	// Three candidates racing for a Lease that does not exist yet: one creates
+	// it, the others follow, and nobody's stale first read unseats the winner.
+	if later.Spec.LeaseTransitions != 0 {
+		t.Errorf("leaseTransitions %d after the first election, want 0 (no spurious handover)", later.Spec.LeaseTransitions)
+	}
 	if int64(first.Spec.LeaseTransitions) != st.FencingToken {
 		t.Errorf("fencing token %d, want the Lease's leaseTransitions %d", st.FencingToken, first.Spec.LeaseTransitions)
 	}
