@@ -54,9 +54,8 @@ void FanOutWorkers::HelperLoop() {
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
-      auto woken = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stop_ || generation_ != seen;
-      };
+      auto woken = [&]()
+                       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stop_ || generation_ != seen; };
       mu_.Await(absl::Condition(&woken));
       if (stop_) return;
       seen = generation_;

@@ -47,7 +47,8 @@ TEST(FanOutWorkersTest, ConcurrentRunsAreSerialized) {
   std::vector<std::thread> callers;
   for (int c = 0; c < 4; ++c) {
     callers.emplace_back([&] {
-      for (int round = 0; round < 50; ++round) workers.Run(100, [&](size_t) { total.fetch_add(1); });
+      for (int round = 0; round < 50; ++round)
+        workers.Run(100, [&](size_t) { total.fetch_add(1); });
     });
   }
   for (auto& t : callers) t.join();

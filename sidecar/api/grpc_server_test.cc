@@ -32,7 +32,8 @@ class WatchClient {
     v1::WatchLeadershipRequest request;
     if (heartbeat > absl::ZeroDuration()) {
       *request.mutable_heartbeat_interval() =
-          google::protobuf::util::TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(heartbeat));
+          google::protobuf::util::TimeUtil::NanosecondsToDuration(
+              absl::ToInt64Nanoseconds(heartbeat));
     }
     context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
     reader_ = stub->WatchLeadership(&context_, request);
@@ -87,7 +88,8 @@ class WatchClient {
 // grpc.health.v1.Health/Check, encoded by hand: Debian ships no health.proto.
 // Request: field 1 (service, string). Response: field 1 (status, enum).
 enum HealthStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kCallFailed = -1 };
-HealthStatus CheckHealth(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
+HealthStatus CheckHealth(const std::shared_ptr<grpc::Channel>& channel,
+                         const std::string& service) {
   std::string request;
   if (!service.empty()) {
     request.push_back('\x0a');
@@ -108,15 +110,17 @@ HealthStatus CheckHealth(const std::shared_ptr<grpc::Channel>& channel, const st
                    status = s;
                  });
   absl::MutexLock lock(&mu);
-  mu.Await(absl::Condition(+[](std::optional<grpc::Status>* s) { return s->has_value(); }, &status));
+  mu.Await(absl::Condition(
+      +[](std::optional<grpc::Status>* s) { return s->has_value(); }, &status));
   if (!status->ok()) return kCallFailed;
   std::vector<grpc::Slice> slices;
   (void)response_buffer.Dump(&slices);
   std::string response;
-  for (const grpc::Slice& s : slices) response.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  for (const grpc::Slice& s : slices)
+    response.append(reinterpret_cast<const char*>(s.begin()), s.size());
   if (response.empty()) return kUnknown;
   return response.size() == 2 && response[0] == '\x08' ? static_cast<HealthStatus>(response[1])
-                                                        : kCallFailed;
+                                                       : kCallFailed;
 }
 
 class GrpcServerTest : public ::testing::Test {
@@ -369,8 +373,8 @@ TEST_F(GrpcServerTest, AbruptDisconnectsMidStreamDoNotDisturbOthers) {
     for (int i = 0; i < 10; ++i) {
       grpc::ChannelArguments args;
       args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-      channels.push_back(grpc::CreateCustomChannel(
-          "127.0.0.1:" + std::to_string(server_->port()), grpc::InsecureChannelCredentials(), args));
+      channels.push_back(grpc::CreateCustomChannel("127.0.0.1:" + std::to_string(server_->port()),
+                                                   grpc::InsecureChannelCredentials(), args));
       stubs.push_back(v1::LeaderElection::NewStub(channels.back()));
       doomed.push_back(std::make_unique<WatchClient>(stubs.back().get()));
       ASSERT_TRUE(doomed.back()->Next());
@@ -390,7 +394,8 @@ TEST_F(GrpcServerTest, ManyWatchersAllSeeAHandover) {
   constexpr int kWatchers = 200;
   env_.publisher.Publish(Leading(env_.clock, 1));
   std::vector<std::unique_ptr<WatchClient>> watchers;
-  for (int i = 0; i < kWatchers; ++i) watchers.push_back(std::make_unique<WatchClient>(stub_.get()));
+  for (int i = 0; i < kWatchers; ++i)
+    watchers.push_back(std::make_unique<WatchClient>(stub_.get()));
   for (auto& w : watchers) ASSERT_TRUE(w->Next());
   EXPECT_NE(env_.metrics.Render().find("baton_grpc_watchers 200\n"), std::string::npos);
   env_.publisher.Publish(Following(env_.clock, kOther, 2));

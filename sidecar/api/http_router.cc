@@ -24,21 +24,32 @@ constexpr std::string_view kServer = "baton";
 // The one mapping from absl status codes to HTTP statuses on this boundary.
 http::status HttpStatusFor(absl::StatusCode code) {
   switch (code) {
-    case absl::StatusCode::kOk: return http::status::ok;
+    case absl::StatusCode::kOk:
+      return http::status::ok;
     case absl::StatusCode::kInvalidArgument:
-    case absl::StatusCode::kOutOfRange: return http::status::bad_request;
+    case absl::StatusCode::kOutOfRange:
+      return http::status::bad_request;
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kAborted:
-    case absl::StatusCode::kAlreadyExists: return http::status::conflict;
-    case absl::StatusCode::kNotFound: return http::status::not_found;
-    case absl::StatusCode::kPermissionDenied: return http::status::forbidden;
-    case absl::StatusCode::kUnauthenticated: return http::status::unauthorized;
-    case absl::StatusCode::kResourceExhausted: return http::status::too_many_requests;
-    case absl::StatusCode::kUnimplemented: return http::status::not_implemented;
-    case absl::StatusCode::kDeadlineExceeded: return http::status::gateway_timeout;
+    case absl::StatusCode::kAlreadyExists:
+      return http::status::conflict;
+    case absl::StatusCode::kNotFound:
+      return http::status::not_found;
+    case absl::StatusCode::kPermissionDenied:
+      return http::status::forbidden;
+    case absl::StatusCode::kUnauthenticated:
+      return http::status::unauthorized;
+    case absl::StatusCode::kResourceExhausted:
+      return http::status::too_many_requests;
+    case absl::StatusCode::kUnimplemented:
+      return http::status::not_implemented;
+    case absl::StatusCode::kDeadlineExceeded:
+      return http::status::gateway_timeout;
     case absl::StatusCode::kUnavailable:
-    case absl::StatusCode::kCancelled: return http::status::service_unavailable;
-    default: return http::status::internal_server_error;
+    case absl::StatusCode::kCancelled:
+      return http::status::service_unavailable;
+    default:
+      return http::status::internal_server_error;
   }
 }
 
@@ -110,8 +121,7 @@ Response HttpRouter::Handle(const Request& request) const {
   const bool head = request.method() == http::verb::head;
   if (route == nullptr) {
     res = Text(http::status::not_found, "not found", request.version());
-  } else if (request.method() == route->method ||
-             (head && route->method == http::verb::get)) {
+  } else if (request.method() == route->method || (head && route->method == http::verb::get)) {
     res = (this->*route->handler)(request);
   } else {
     res = Text(http::status::method_not_allowed, "method not allowed", request.version());

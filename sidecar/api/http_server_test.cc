@@ -15,16 +15,16 @@
 namespace baton {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::ApiTestEnv;
 using testing::Following;
 using testing::Get;
+using ::testing::HasSubstr;
 using testing::HttpResponse;
 using testing::kOther;
 using testing::kSelf;
 using testing::Leading;
 using testing::RawHttpConnection;
+using ::testing::StartsWith;
 
 namespace http = boost::beast::http;
 
@@ -284,8 +284,9 @@ TEST_F(HttpServerTest, Http10ClosesAfterTheAnswer) {
 // --- Robustness over real sockets -------------------------------------------
 
 TEST_F(HttpServerTest, MalformedRequestLinesGet400) {
-  for (const std::string& request : std::vector<std::string>{"GARBAGE\r\n\r\n", "GET /leader HTTP/9.9\r\n\r\n", "GET  HTTP/1.1\r\n\r\n",
-        "GET /leader HTTP/1.1\r\nNo colon here\r\n\r\n", std::string("\0\1\2\3\r\n\r\n", 8)}) {
+  for (const std::string& request : std::vector<std::string>{
+           "GARBAGE\r\n\r\n", "GET /leader HTTP/9.9\r\n\r\n", "GET  HTTP/1.1\r\n\r\n",
+           "GET /leader HTTP/1.1\r\nNo colon here\r\n\r\n", std::string("\0\1\2\3\r\n\r\n", 8)}) {
     RawHttpConnection conn(server_->port());
     std::optional<HttpResponse> res = conn.RoundTrip(request);
     ASSERT_TRUE(res) << request;
@@ -300,7 +301,8 @@ TEST_F(HttpServerTest, MalformedRequestLinesGet400) {
 TEST_F(HttpServerTest, HugeHeadersGet431) {
   RawHttpConnection conn(server_->port());
   std::string request = "GET /leader HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 0; i < 1000; ++i) request += "X-Filler-" + std::to_string(i) + ": " + std::string(60, 'a') + "\r\n";
+  for (int i = 0; i < 1000; ++i)
+    request += "X-Filler-" + std::to_string(i) + ": " + std::string(60, 'a') + "\r\n";
   request += "\r\n";
   std::optional<HttpResponse> res = conn.RoundTrip(request);
   ASSERT_TRUE(res);

@@ -250,9 +250,9 @@ LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions option
 
 LeaderElectionService::~LeaderElectionService() = default;
 
-grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(
-    grpc::CallbackServerContext* context, const v1::GetLeadershipRequest*,
-    v1::Leadership* response) {
+grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(grpc::CallbackServerContext* context,
+                                                               const v1::GetLeadershipRequest*,
+                                                               v1::Leadership* response) {
   LeadershipToProto(context_->publisher->Current().leadership, *context_->clock, response);
   context_->metrics->ObserveGrpcRequest(kGetLeadership, grpc::StatusCode::OK);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();

@@ -290,11 +290,13 @@ TEST_F(LocalApiControlPlaneTest, LeaderKeepsLeadingAndAnsweringWhileItsApiIsAbus
   };
 
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
-  for (int i = 0; i < 1000; ++i) idle.push_back(std::make_unique<RawHttpConnection>(a->http_port()));
+  for (int i = 0; i < 1000; ++i)
+    idle.push_back(std::make_unique<RawHttpConnection>(a->http_port()));
   EXPECT_TRUE(still_leading());
 
-  for (const std::string& garbage : {std::string("GARBAGE\r\n\r\n"), std::string("GET /leader HTTP/1.1\r\n") +
-                                         std::string(64 * 1024, 'x') + "\r\n\r\n"}) {
+  for (const std::string& garbage :
+       {std::string("GARBAGE\r\n\r\n"),
+        std::string("GET /leader HTTP/1.1\r\n") + std::string(64 * 1024, 'x') + "\r\n\r\n"}) {
     RawHttpConnection conn(a->http_port());
     std::optional<HttpResponse> res = conn.RoundTrip(garbage);
     ASSERT_TRUE(res);

@@ -25,10 +25,17 @@ std::string EscapeLabelValue(absl::string_view v) {
   out.reserve(v.size());
   for (char c : v) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -85,9 +92,10 @@ void Metrics::Observe(HistogramFamily& family, std::string key, absl::Duration l
   Histogram& h = family.values[std::move(key)];
   if (h.buckets.empty()) h.buckets.resize(options_.latency_buckets.size());
   const double seconds = absl::ToDoubleSeconds(latency);
-  auto bound = std::lower_bound(options_.latency_buckets.begin(), options_.latency_buckets.end(),
-                                seconds);
-  if (bound != options_.latency_buckets.end()) ++h.buckets[bound - options_.latency_buckets.begin()];
+  auto bound =
+      std::lower_bound(options_.latency_buckets.begin(), options_.latency_buckets.end(), seconds);
+  if (bound != options_.latency_buckets.end())
+    ++h.buckets[bound - options_.latency_buckets.begin()];
   ++h.count;
   h.sum += seconds;
 }
@@ -172,8 +180,8 @@ std::string Metrics::Render() const {
   std::string out;
   Header(out, "leader_election_master_status",
          "1 while this sidecar leads the Lease named by the label, 0 otherwise.", "gauge");
-  absl::StrAppend(&out, "leader_election_master_status", lease, " ",
-                  snapshot.IsLeader(now) ? 1 : 0, "\n");
+  absl::StrAppend(&out, "leader_election_master_status", lease, " ", snapshot.IsLeader(now) ? 1 : 0,
+                  "\n");
   Header(out, "baton_fencing_token",
          "Fencing token: leaseTransitions as acquired while leading, else as last observed.",
          "gauge");

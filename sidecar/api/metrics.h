@@ -29,11 +29,11 @@
 
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sidecar/common/clock.h"
@@ -44,8 +44,8 @@ namespace baton {
 struct MetricsOptions {
   // Upper bounds (seconds) of the latency histogram buckets; +Inf is implied.
   // Spans a loopback API server (ms) to a renew that hits its deadline (10s).
-  std::vector<double> latency_buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                         0.1,   0.25,   0.5,   1,    2.5,   5,    10};
+  std::vector<double> latency_buckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                         0.25,  0.5,    1,     2.5,  5,     10};
 };
 
 // Thread-safe: every method may be called from any thread. Recording takes a

@@ -11,20 +11,23 @@
 namespace baton {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::ApiTestEnv;
+using ::testing::HasSubstr;
 using testing::Leading;
+using ::testing::Not;
 
 TEST(MetricsTest, MasterStatusFollowsTheSnapshotAtScrapeTime) {
   ApiTestEnv env;
-  EXPECT_THAT(env.metrics.Render(), HasSubstr("leader_election_master_status{name=\"my-lease\"} 0\n"));
+  EXPECT_THAT(env.metrics.Render(),
+              HasSubstr("leader_election_master_status{name=\"my-lease\"} 0\n"));
   env.publisher.Publish(Leading(env.clock, 5, absl::Seconds(10)));
-  EXPECT_THAT(env.metrics.Render(), HasSubstr("leader_election_master_status{name=\"my-lease\"} 1\n"));
+  EXPECT_THAT(env.metrics.Render(),
+              HasSubstr("leader_election_master_status{name=\"my-lease\"} 1\n"));
   EXPECT_THAT(env.metrics.Render(), HasSubstr("baton_fencing_token{name=\"my-lease\"} 5\n"));
   // No new snapshot: the guarantee simply runs out.
   env.clock.Advance(absl::Seconds(10));
-  EXPECT_THAT(env.metrics.Render(), HasSubstr("leader_election_master_status{name=\"my-lease\"} 0\n"));
+  EXPECT_THAT(env.metrics.Render(),
+              HasSubstr("leader_election_master_status{name=\"my-lease\"} 0\n"));
 }
 
 TEST(MetricsTest, EveryFamilyHasHelpAndType) {

@@ -103,8 +103,9 @@ class Watcher final : public grpc::ClientReadReactor<WatchLeadershipResponse> {
     if (message_.event() == WatchLeadershipResponse::EVENT_INITIAL) {
       collector_->Initial();
     } else if (message_.event() == WatchLeadershipResponse::EVENT_CHANGED) {
-      const absl::Time published = absl::FromUnixNanos(
-          google::protobuf::util::TimeUtil::TimestampToNanoseconds(message_.leadership().acquire_time()));
+      const absl::Time published =
+          absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(
+              message_.leadership().acquire_time()));
       collector_->Changed(message_.leadership().fencing_token(), now - published);
     }
     StartRead(&message_);
@@ -123,7 +124,8 @@ double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 absl::Duration Percentile(std::vector<absl::Duration> v, double p) {
   if (v.empty()) return absl::ZeroDuration();
   std::sort(v.begin(), v.end());
-  const size_t index = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  const size_t index =
+      std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
   return v[index];
 }
 

@@ -118,8 +118,8 @@ int Run() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  for (absl::Status status : {http.Start(), grpc.Start(),
-                              probes ? probes->Start() : absl::OkStatus()}) {
+  for (absl::Status status :
+       {http.Start(), grpc.Start(), probes ? probes->Start() : absl::OkStatus()}) {
     if (!status.ok()) {
       std::fprintf(stderr, "api_bench_server: %s\n", std::string(status.message()).c_str());
       return 1;
@@ -127,8 +127,8 @@ int Run() {
   }
   if (const std::string path = absl::GetFlag(FLAGS_ready_file); !path.empty()) {
     const std::string tmp = path + ".tmp";
-    std::ofstream(tmp) << http.port() << " " << grpc.port() << " "
-                       << (probes ? probes->port() : 0) << "\n";
+    std::ofstream(tmp) << http.port() << " " << grpc.port() << " " << (probes ? probes->port() : 0)
+                       << "\n";
     std::rename(tmp.c_str(), path.c_str());
   }
 
