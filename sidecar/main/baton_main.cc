@@ -23,6 +23,7 @@
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "sidecar/common/log.h"
 #include "sidecar/common/version.h"
 #include "sidecar/kube/kubeconfig.h"
@@ -225,6 +226,11 @@ int Main(int argc, char** argv) {
     return 2;
   }
   InitLogging();
+  // Debian's Abseil is built without NDEBUG, which leaves absl::Mutex's
+  // deadlock detection on: every lock then updates a global lock graph under a
+  // global lock. Lock order is checked by clang's thread-safety analysis at
+  // build time instead.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   spdlog::info("event=configured version={} lease={}/{} identity={} lease_duration={} "
                "renew_deadline={} retry_period={} api_timeout={}",
                kVersion, config->lease_namespace, config->lease_name, LogValue(config->identity),
