@@ -5,6 +5,10 @@ BATON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BATON_BUILD=${BATON_BUILD:-$BATON_ROOT/build}
 CONTROLPLANE_BIN=$BATON_BUILD/controlplane/bin
 
+# Go, pip and ccache keep their caches under $HOME; a CI runner may start
+# without it.
+export HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
+
 # Go: the machine's toolchain only (never download one), module and build
 # caches in their default, persistent places.
 export GOTOOLCHAIN=local
