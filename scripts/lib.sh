@@ -9,6 +9,13 @@ CONTROLPLANE_BIN=$BATON_BUILD/controlplane/bin
 # without it.
 export HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 
+# ccache: paths under the checkout count as relative, so a second clone (CI's
+# fresh clone on a machine that already built baton) hits the same cache.
+# Not hashing the working directory means debug info may name another
+# clone's build directory; nothing here depends on it.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$BATON_ROOT}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+
 # Go: the machine's toolchain only (never download one), module and build
 # caches in their default, persistent places.
 export GOTOOLCHAIN=local
