@@ -152,9 +152,26 @@ type Leadership struct {
 	// True once this sidecar has begun to step down (shutdown or Resign). It
 	// never reports is_leader=true again for this term. On shutdown, watchers
 	// receive a message with stepping_down=true before the Lease is released.
-	SteppingDown  bool `protobuf:"varint,13,opt,name=stepping_down,json=steppingDown,proto3" json:"stepping_down,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SteppingDown bool `protobuf:"varint,13,opt,name=stepping_down,json=steppingDown,proto3" json:"stepping_down,omitempty"`
+	// The second fencing token: metadata.resourceVersion of the write that won
+	// this term (this sidecar's create or take-over) while this sidecar holds
+	// the Lease; otherwise that of the last observed Lease. Since Kubernetes
+	// 1.35 (KEP-5504) resourceVersions of one resource type are comparable
+	// integers, so this keeps growing across terms even after the Lease is
+	// deleted and every sidecar restarted, which leaseTransitions cannot.
+	// Zero when unknown (not read yet, or a resourceVersion that is not a
+	// decimal integer). Prints as a JSON string ("fencingRevision": "4711"), as
+	// proto3 JSON does for every int64: compare it as an integer.
+	FencingRevision int64 `protobuf:"varint,14,opt,name=fencing_revision,json=fencingRevision,proto3" json:"fencing_revision,omitempty"`
+	// When the guarantee in valid_for ends, as a reading of the node's
+	// CLOCK_BOOTTIME (time since boot, counting suspend). The sidecar and the
+	// application share the node's kernel, so this deadline is exact for any
+	// container of the Pod, however long the message took to arrive or sat in
+	// a queue: lead only while clock_gettime(CLOCK_BOOTTIME) < this. Zero when
+	// is_leader is false.
+	ValidUntilBoottime *durationpb.Duration `protobuf:"bytes,15,opt,name=valid_until_boottime,json=validUntilBoottime,proto3" json:"valid_until_boottime,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Leadership) Reset() {
@@ -278,8 +295,30 @@ func (x *Leadership) GetSteppingDown() bool {
 	return false
 }
 
+func (x *Leadership) GetFencingRevision() int64 {
+	if x != nil {
+		return x.FencingRevision
+	}
+	return 0
+}
+
+func (x *Leadership) GetValidUntilBoottime() *durationpb.Duration {
+	if x != nil {
+		return x.ValidUntilBoottime
+	}
+	return nil
+}
+
 type GetLeadershipRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. Who is asking: an opaque name of 1 to 64 characters from
+	// [A-Za-z0-9._-], stable for one application process (the clients use a
+	// random one per client object). A leader answer to a named client is a
+	// promise that client can give back with AcknowledgeStepDown, so a
+	// graceful handover need not wait for it to lapse. Answers to unnamed
+	// callers are promises too, but only time ends them: the sidecar waits for
+	// the last one to lapse before it releases the Lease.
+	ClientId      string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -314,6 +353,13 @@ func (*GetLeadershipRequest) Descriptor() ([]byte, []int) {
 	return file_baton_v1_leader_election_proto_rawDescGZIP(), []int{1}
 }
 
+func (x *GetLeadershipRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
 type WatchLeadershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// If set and positive, the server sends the current state again (event
@@ -322,8 +368,11 @@ type WatchLeadershipRequest struct {
 	// heartbeat_interval plus network delay. The server raises values below its
 	// minimum (100ms by default) to that minimum. Unset or zero: no heartbeats.
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,1,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Optional; as in GetLeadershipRequest. Every leader message on this stream
+	// is a promise to this client.
+	ClientId      string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchLeadershipRequest) Reset() {
@@ -361,6 +410,13 @@ func (x *WatchLeadershipRequest) GetHeartbeatInterval() *durationpb.Duration {
 		return x.HeartbeatInterval
 	}
 	return nil
+}
+
+func (x *WatchLeadershipRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
 }
 
 type WatchLeadershipResponse struct {
@@ -505,11 +561,112 @@ func (x *ResignResponse) GetLeadership() *Leadership {
 	return nil
 }
 
+type AcknowledgeStepDownRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The client_id the promises were given to (required).
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// The term being acknowledged: the fencing_token of the answers given.
+	// An acknowledgement for any other term is ignored.
+	FencingToken  int32 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcknowledgeStepDownRequest) Reset() {
+	*x = AcknowledgeStepDownRequest{}
+	mi := &file_baton_v1_leader_election_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcknowledgeStepDownRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcknowledgeStepDownRequest) ProtoMessage() {}
+
+func (x *AcknowledgeStepDownRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_v1_leader_election_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcknowledgeStepDownRequest.ProtoReflect.Descriptor instead.
+func (*AcknowledgeStepDownRequest) Descriptor() ([]byte, []int) {
+	return file_baton_v1_leader_election_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AcknowledgeStepDownRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *AcknowledgeStepDownRequest) GetFencingToken() int32 {
+	if x != nil {
+		return x.FencingToken
+	}
+	return 0
+}
+
+type AcknowledgeStepDownResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True if this sidecar had given this client promises for that term that
+	// were still outstanding; they are void now.
+	Acknowledged  bool `protobuf:"varint,1,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcknowledgeStepDownResponse) Reset() {
+	*x = AcknowledgeStepDownResponse{}
+	mi := &file_baton_v1_leader_election_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcknowledgeStepDownResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcknowledgeStepDownResponse) ProtoMessage() {}
+
+func (x *AcknowledgeStepDownResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_baton_v1_leader_election_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcknowledgeStepDownResponse.ProtoReflect.Descriptor instead.
+func (*AcknowledgeStepDownResponse) Descriptor() ([]byte, []int) {
+	return file_baton_v1_leader_election_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AcknowledgeStepDownResponse) GetAcknowledged() bool {
+	if x != nil {
+		return x.Acknowledged
+	}
+	return false
+}
+
 var File_baton_v1_leader_election_proto protoreflect.FileDescriptor
 
 const file_baton_v1_leader_election_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebaton/v1/leader_election.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xad\x04\n" +
+	"\x1ebaton/v1/leader_election.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x05\n" +
 	"\n" +
 	"Leadership\x12\x1b\n" +
 	"\tis_leader\x18\x01 \x01(\bR\bisLeader\x12\x1a\n" +
@@ -527,10 +684,14 @@ const file_baton_v1_leader_election_proto_rawDesc = "" +
 	" \x01(\v2\x19.google.protobuf.DurationR\bvalidFor\x12@\n" +
 	"\x0elease_duration\x18\v \x01(\v2\x19.google.protobuf.DurationR\rleaseDuration\x12\x1a\n" +
 	"\bobserved\x18\f \x01(\bR\bobserved\x12#\n" +
-	"\rstepping_down\x18\r \x01(\bR\fsteppingDown\"\x16\n" +
-	"\x14GetLeadershipRequest\"b\n" +
+	"\rstepping_down\x18\r \x01(\bR\fsteppingDown\x12)\n" +
+	"\x10fencing_revision\x18\x0e \x01(\x03R\x0ffencingRevision\x12K\n" +
+	"\x14valid_until_boottime\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x12validUntilBoottime\"3\n" +
+	"\x14GetLeadershipRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\"\x7f\n" +
 	"\x16WatchLeadershipRequest\x12H\n" +
-	"\x12heartbeat_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\"\xe9\x01\n" +
+	"\x12heartbeat_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\xe9\x01\n" +
 	"\x17WatchLeadershipResponse\x12=\n" +
 	"\x05event\x18\x01 \x01(\x0e2'.baton.v1.WatchLeadershipResponse.EventR\x05event\x124\n" +
 	"\n" +
@@ -547,11 +708,17 @@ const file_baton_v1_leader_election_proto_rawDesc = "" +
 	"was_leader\x18\x01 \x01(\bR\twasLeader\x124\n" +
 	"\n" +
 	"leadership\x18\x02 \x01(\v2\x14.baton.v1.LeadershipR\n" +
-	"leadership2\xee\x01\n" +
+	"leadership\"^\n" +
+	"\x1aAcknowledgeStepDownRequest\x12\x1b\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
+	"\rfencing_token\x18\x02 \x01(\x05R\ffencingToken\"A\n" +
+	"\x1bAcknowledgeStepDownResponse\x12\"\n" +
+	"\facknowledged\x18\x01 \x01(\bR\facknowledged2\xd2\x02\n" +
 	"\x0eLeaderElection\x12E\n" +
 	"\rGetLeadership\x12\x1e.baton.v1.GetLeadershipRequest\x1a\x14.baton.v1.Leadership\x12X\n" +
 	"\x0fWatchLeadership\x12 .baton.v1.WatchLeadershipRequest\x1a!.baton.v1.WatchLeadershipResponse0\x01\x12;\n" +
-	"\x06Resign\x12\x17.baton.v1.ResignRequest\x1a\x18.baton.v1.ResignResponseb\x06proto3"
+	"\x06Resign\x12\x17.baton.v1.ResignRequest\x1a\x18.baton.v1.ResignResponse\x12b\n" +
+	"\x13AcknowledgeStepDown\x12$.baton.v1.AcknowledgeStepDownRequest\x1a%.baton.v1.AcknowledgeStepDownResponseb\x06proto3"
 
 var (
 	file_baton_v1_leader_election_proto_rawDescOnce sync.Once
@@ -566,38 +733,43 @@ func file_baton_v1_leader_election_proto_rawDescGZIP() []byte {
 }
 
 var file_baton_v1_leader_election_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_baton_v1_leader_election_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_baton_v1_leader_election_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_baton_v1_leader_election_proto_goTypes = []any{
-	(WatchLeadershipResponse_Event)(0), // 0: baton.v1.WatchLeadershipResponse.Event
-	(*Leadership)(nil),                 // 1: baton.v1.Leadership
-	(*GetLeadershipRequest)(nil),       // 2: baton.v1.GetLeadershipRequest
-	(*WatchLeadershipRequest)(nil),     // 3: baton.v1.WatchLeadershipRequest
-	(*WatchLeadershipResponse)(nil),    // 4: baton.v1.WatchLeadershipResponse
-	(*ResignRequest)(nil),              // 5: baton.v1.ResignRequest
-	(*ResignResponse)(nil),             // 6: baton.v1.ResignResponse
-	(*timestamppb.Timestamp)(nil),      // 7: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),        // 8: google.protobuf.Duration
+	(WatchLeadershipResponse_Event)(0),  // 0: baton.v1.WatchLeadershipResponse.Event
+	(*Leadership)(nil),                  // 1: baton.v1.Leadership
+	(*GetLeadershipRequest)(nil),        // 2: baton.v1.GetLeadershipRequest
+	(*WatchLeadershipRequest)(nil),      // 3: baton.v1.WatchLeadershipRequest
+	(*WatchLeadershipResponse)(nil),     // 4: baton.v1.WatchLeadershipResponse
+	(*ResignRequest)(nil),               // 5: baton.v1.ResignRequest
+	(*ResignResponse)(nil),              // 6: baton.v1.ResignResponse
+	(*AcknowledgeStepDownRequest)(nil),  // 7: baton.v1.AcknowledgeStepDownRequest
+	(*AcknowledgeStepDownResponse)(nil), // 8: baton.v1.AcknowledgeStepDownResponse
+	(*timestamppb.Timestamp)(nil),       // 9: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),         // 10: google.protobuf.Duration
 }
 var file_baton_v1_leader_election_proto_depIdxs = []int32{
-	7,  // 0: baton.v1.Leadership.acquire_time:type_name -> google.protobuf.Timestamp
-	7,  // 1: baton.v1.Leadership.renew_time:type_name -> google.protobuf.Timestamp
-	8,  // 2: baton.v1.Leadership.valid_for:type_name -> google.protobuf.Duration
-	8,  // 3: baton.v1.Leadership.lease_duration:type_name -> google.protobuf.Duration
-	8,  // 4: baton.v1.WatchLeadershipRequest.heartbeat_interval:type_name -> google.protobuf.Duration
-	0,  // 5: baton.v1.WatchLeadershipResponse.event:type_name -> baton.v1.WatchLeadershipResponse.Event
-	1,  // 6: baton.v1.WatchLeadershipResponse.leadership:type_name -> baton.v1.Leadership
-	1,  // 7: baton.v1.ResignResponse.leadership:type_name -> baton.v1.Leadership
-	2,  // 8: baton.v1.LeaderElection.GetLeadership:input_type -> baton.v1.GetLeadershipRequest
-	3,  // 9: baton.v1.LeaderElection.WatchLeadership:input_type -> baton.v1.WatchLeadershipRequest
-	5,  // 10: baton.v1.LeaderElection.Resign:input_type -> baton.v1.ResignRequest
-	1,  // 11: baton.v1.LeaderElection.GetLeadership:output_type -> baton.v1.Leadership
-	4,  // 12: baton.v1.LeaderElection.WatchLeadership:output_type -> baton.v1.WatchLeadershipResponse
-	6,  // 13: baton.v1.LeaderElection.Resign:output_type -> baton.v1.ResignResponse
-	11, // [11:14] is the sub-list for method output_type
-	8,  // [8:11] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	9,  // 0: baton.v1.Leadership.acquire_time:type_name -> google.protobuf.Timestamp
+	9,  // 1: baton.v1.Leadership.renew_time:type_name -> google.protobuf.Timestamp
+	10, // 2: baton.v1.Leadership.valid_for:type_name -> google.protobuf.Duration
+	10, // 3: baton.v1.Leadership.lease_duration:type_name -> google.protobuf.Duration
+	10, // 4: baton.v1.Leadership.valid_until_boottime:type_name -> google.protobuf.Duration
+	10, // 5: baton.v1.WatchLeadershipRequest.heartbeat_interval:type_name -> google.protobuf.Duration
+	0,  // 6: baton.v1.WatchLeadershipResponse.event:type_name -> baton.v1.WatchLeadershipResponse.Event
+	1,  // 7: baton.v1.WatchLeadershipResponse.leadership:type_name -> baton.v1.Leadership
+	1,  // 8: baton.v1.ResignResponse.leadership:type_name -> baton.v1.Leadership
+	2,  // 9: baton.v1.LeaderElection.GetLeadership:input_type -> baton.v1.GetLeadershipRequest
+	3,  // 10: baton.v1.LeaderElection.WatchLeadership:input_type -> baton.v1.WatchLeadershipRequest
+	5,  // 11: baton.v1.LeaderElection.Resign:input_type -> baton.v1.ResignRequest
+	7,  // 12: baton.v1.LeaderElection.AcknowledgeStepDown:input_type -> baton.v1.AcknowledgeStepDownRequest
+	1,  // 13: baton.v1.LeaderElection.GetLeadership:output_type -> baton.v1.Leadership
+	4,  // 14: baton.v1.LeaderElection.WatchLeadership:output_type -> baton.v1.WatchLeadershipResponse
+	6,  // 15: baton.v1.LeaderElection.Resign:output_type -> baton.v1.ResignResponse
+	8,  // 16: baton.v1.LeaderElection.AcknowledgeStepDown:output_type -> baton.v1.AcknowledgeStepDownResponse
+	13, // [13:17] is the sub-list for method output_type
+	9,  // [9:13] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_baton_v1_leader_election_proto_init() }
@@ -611,7 +783,7 @@ func file_baton_v1_leader_election_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_baton_v1_leader_election_proto_rawDesc), len(file_baton_v1_leader_election_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,9 +36,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	LeaderElection_GetLeadership_FullMethodName   = "/baton.v1.LeaderElection/GetLeadership"
-	LeaderElection_WatchLeadership_FullMethodName = "/baton.v1.LeaderElection/WatchLeadership"
-	LeaderElection_Resign_FullMethodName          = "/baton.v1.LeaderElection/Resign"
+	LeaderElection_GetLeadership_FullMethodName       = "/baton.v1.LeaderElection/GetLeadership"
+	LeaderElection_WatchLeadership_FullMethodName     = "/baton.v1.LeaderElection/WatchLeadership"
+	LeaderElection_Resign_FullMethodName              = "/baton.v1.LeaderElection/Resign"
+	LeaderElection_AcknowledgeStepDown_FullMethodName = "/baton.v1.LeaderElection/AcknowledgeStepDown"
 )
 
 // LeaderElectionClient is the client API for LeaderElection service.
@@ -66,6 +67,17 @@ type LeaderElectionClient interface {
 	// returns OK this sidecar already answers is_leader=false; the release
 	// itself may still be in flight. OK (with was_leader=false) when not leader.
 	Resign(ctx context.Context, in *ResignRequest, opts ...grpc.CallOption) (*ResignResponse, error)
+	// The step-down handshake. A client calls it once the application has
+	// stopped acting on the leadership of term fencing_token (its leader work
+	// was cancelled and has ended), typically after a message with
+	// stepping_down=true. The promises given to client_id for that term are
+	// void from then on: on shutdown or Resign the sidecar releases the Lease
+	// as soon as every promise it handed out is acknowledged or has lapsed,
+	// instead of waiting for the last one to run out. Calling it while still
+	// leader is allowed (the application is done for now); later leader
+	// answers make new promises. INVALID_ARGUMENT for a missing or malformed
+	// client_id.
+	AcknowledgeStepDown(ctx context.Context, in *AcknowledgeStepDownRequest, opts ...grpc.CallOption) (*AcknowledgeStepDownResponse, error)
 }
 
 type leaderElectionClient struct {
@@ -115,6 +127,16 @@ func (c *leaderElectionClient) Resign(ctx context.Context, in *ResignRequest, op
 	return out, nil
 }
 
+func (c *leaderElectionClient) AcknowledgeStepDown(ctx context.Context, in *AcknowledgeStepDownRequest, opts ...grpc.CallOption) (*AcknowledgeStepDownResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AcknowledgeStepDownResponse)
+	err := c.cc.Invoke(ctx, LeaderElection_AcknowledgeStepDown_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LeaderElectionServer is the server API for LeaderElection service.
 // All implementations must embed UnimplementedLeaderElectionServer
 // for forward compatibility.
@@ -140,6 +162,17 @@ type LeaderElectionServer interface {
 	// returns OK this sidecar already answers is_leader=false; the release
 	// itself may still be in flight. OK (with was_leader=false) when not leader.
 	Resign(context.Context, *ResignRequest) (*ResignResponse, error)
+	// The step-down handshake. A client calls it once the application has
+	// stopped acting on the leadership of term fencing_token (its leader work
+	// was cancelled and has ended), typically after a message with
+	// stepping_down=true. The promises given to client_id for that term are
+	// void from then on: on shutdown or Resign the sidecar releases the Lease
+	// as soon as every promise it handed out is acknowledged or has lapsed,
+	// instead of waiting for the last one to run out. Calling it while still
+	// leader is allowed (the application is done for now); later leader
+	// answers make new promises. INVALID_ARGUMENT for a missing or malformed
+	// client_id.
+	AcknowledgeStepDown(context.Context, *AcknowledgeStepDownRequest) (*AcknowledgeStepDownResponse, error)
 	mustEmbedUnimplementedLeaderElectionServer()
 }
 
@@ -158,6 +191,9 @@ func (UnimplementedLeaderElectionServer) WatchLeadership(*WatchLeadershipRequest
 }
 func (UnimplementedLeaderElectionServer) Resign(context.Context, *ResignRequest) (*ResignResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Resign not implemented")
+}
+func (UnimplementedLeaderElectionServer) AcknowledgeStepDown(context.Context, *AcknowledgeStepDownRequest) (*AcknowledgeStepDownResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AcknowledgeStepDown not implemented")
 }
 func (UnimplementedLeaderElectionServer) mustEmbedUnimplementedLeaderElectionServer() {}
 func (UnimplementedLeaderElectionServer) testEmbeddedByValue()                        {}
@@ -227,6 +263,24 @@ func _LeaderElection_Resign_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LeaderElection_AcknowledgeStepDown_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AcknowledgeStepDownRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LeaderElectionServer).AcknowledgeStepDown(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LeaderElection_AcknowledgeStepDown_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LeaderElectionServer).AcknowledgeStepDown(ctx, req.(*AcknowledgeStepDownRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // LeaderElection_ServiceDesc is the grpc.ServiceDesc for LeaderElection service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -241,6 +295,10 @@ var LeaderElection_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Resign",
 			Handler:    _LeaderElection_Resign_Handler,
+		},
+		{
+			MethodName: "AcknowledgeStepDown",
+			Handler:    _LeaderElection_AcknowledgeStepDown_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
