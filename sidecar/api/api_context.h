@@ -7,7 +7,9 @@
 #ifndef BATON_SIDECAR_API_API_CONTEXT_H_
 #define BATON_SIDECAR_API_API_CONTEXT_H_
 
+#include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "sidecar/api/metrics.h"
@@ -31,12 +33,19 @@ struct ApiHooks {
   // Lease was observed.
   std::function<absl::Status()> readiness;
   // Resign (gRPC Resign; HTTP POST /resign): stop reporting leader and start
-  // releasing the Lease. On OK the published snapshot must already say
+  // the step-down handshake. On OK the published snapshot must already say
   // stepping_down (or not holding), so the answer shows is_leader=false; the
-  // release itself happens on the election loop, not here. Called whether or
+  // release itself happens on the election loop once the promises are
+  // settled, never here: it must not wait for the loop. Called whether or
   // not this sidecar leads (it should then be a no-op returning OK). Unset:
   // resigning is not offered (gRPC UNIMPLEMENTED, HTTP 501).
   std::function<absl::Status()> resign;
+  // Acknowledge (gRPC AcknowledgeStepDown; HTTP POST /leader/ack): the client
+  // `client_id` (already validated) has stopped acting on term `token`.
+  // Voids its promises (LeadershipPublisher::Acknowledge) and lets a pending
+  // release go ahead; returns whether it had promises outstanding. Unset:
+  // the servers call LeadershipPublisher::Acknowledge themselves.
+  std::function<bool(std::string_view client_id, int64_t token)> acknowledge;
 };
 
 // Everything the servers depend on. Pointers are not owned and must outlive
