@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "sidecar/common/log.h"
@@ -21,16 +20,17 @@ GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
       context_(context),
       service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval,
                                             options_.fanout_threads},
-               context) {}
+               context),
+      health_(options_.max_health_watchers, context) {}
 
 GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }
 
 absl::Status GrpcServer::Start() {
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(options_.address, grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(&service_);
+  builder.RegisterService(&health_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Millis(options_.keepalive_time));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, Millis(options_.keepalive_timeout));
@@ -46,7 +46,6 @@ absl::Status GrpcServer::Start() {
         absl::StrCat("gRPC server could not listen on ", options_.address));
   }
   port_ = selected_port;
-  UpdateHealth();
   subscription_ = context_->publisher->Subscribe([this](const LeadershipPublisher::Versioned&) {
     absl::MutexLock lock(&mu_);
     wake_ = true;
@@ -58,29 +57,21 @@ absl::Status GrpcServer::Start() {
 
 int GrpcServer::port() const { return port_; }
 
-absl::Duration GrpcServer::UpdateHealth() {
+absl::Duration GrpcServer::RefreshAll() {
+  const absl::Duration next_heartbeat = service_.Refresh();
+  health_.Refresh();
+  // Wake when the current guarantee runs out: is_leader turns false then
+  // with no publish at all.
   const Leadership snapshot = context_->publisher->Current().leadership;
   const MonoTime now = context_->clock->Monotonic();
-  const HealthState next{CheckLiveness(*context_).ok(), CheckReadiness(*context_).ok(),
-                         snapshot.IsLeader(now)};
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (!health_ || health_->live != next.live) health->SetServingStatus("", next.live);
-  if (!health_ || health_->ready != next.ready) {
-    health->SetServingStatus(kHealthServiceReady, next.ready);
-  }
-  if (!health_ || health_->leader != next.leader) {
-    health->SetServingStatus(kHealthServiceLeader, next.leader);
-  }
-  health_ = next;
-  return next.leader ? snapshot.leader_until - now : absl::InfiniteDuration();
+  const absl::Duration guarantee_left =
+      snapshot.IsLeader(now) ? snapshot.leader_until - now : absl::InfiniteDuration();
+  return std::min({options_.refresh_interval, next_heartbeat, guarantee_left});
 }
 
 void GrpcServer::RefreshLoop() {
   for (;;) {
-    const absl::Duration next_heartbeat = service_.Refresh();
-    const absl::Duration guarantee_left = UpdateHealth();
-    const absl::Duration wait =
-        std::min({options_.refresh_interval, next_heartbeat, guarantee_left});
+    const absl::Duration wait = RefreshAll();
     absl::MutexLock lock(&mu_);
     auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wake_ || stop_; };
     mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
@@ -101,12 +92,13 @@ void GrpcServer::Shutdown(absl::Time deadline) {
     stop_ = true;
   }
   refresh_thread_.join();
-  // The last word on every stream is the latest snapshot (stepping_down on
-  // an orderly shutdown), then OK.
-  service_.Refresh();
+  // The last word on every stream is the latest state (stepping_down on an
+  // orderly shutdown; NOT_SERVING for health), then OK.
+  health_.BeginShutdown();
+  RefreshAll();
   service_.FinishAll();
-  // Marks every health status NOT_SERVING, waits for calls until the
-  // deadline, then cancels what is left.
+  health_.FinishAll();
+  // Waits for calls until the deadline, then cancels what is left.
   server_->Shutdown(absl::ToChronoTime(deadline));
   server_->Wait();
   spdlog::info("event=grpc_stopped");
