@@ -1,9 +1,11 @@
 #include "sidecar/api/grpc_server.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "sidecar/common/log.h"
@@ -11,7 +13,12 @@
 namespace baton {
 namespace {
 
-int Millis(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds(d)); }
+// A duration as the int milliseconds of a gRPC channel argument; infinite
+// (or beyond INT_MAX ms) is INT_MAX, which gRPC reads as "never".
+int Millis(absl::Duration d) {
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  return static_cast<int>(std::min(absl::ToInt64Milliseconds(d), kMax));
+}
 
 }  // namespace
 
@@ -32,6 +39,15 @@ absl::Status GrpcServer::Start() {
   builder.RegisterService(&service_);
   builder.RegisterService(&health_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  grpc::ResourceQuota quota("baton-grpc");
+  quota.Resize(options_.memory_quota_bytes);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             options_.max_concurrent_streams_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, Millis(options_.max_connection_idle));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, Millis(options_.max_connection_age));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                             Millis(options_.max_connection_age_grace));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Millis(options_.keepalive_time));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, Millis(options_.keepalive_timeout));
   // Never share the port with another process (gRPC sets SO_REUSEPORT by

@@ -11,6 +11,11 @@
 // hooks change). Each wake looks at the state at that moment and sends every
 // stream what it is owed.
 //
+// Limits, all from GrpcServerOptions: watch streams per service, request
+// size, concurrent streams per connection, a memory quota for all
+// connections, and connection idle time and age; keepalive pings find peers
+// that vanished.
+//
 // Shutdown order (the daemon's): publish stepping_down → watchers receive it
 // → release the Lease → Shutdown(deadline), which sends streams whatever they
 // are still owed and ends them with OK.
@@ -18,6 +23,7 @@
 #define BATON_SIDECAR_API_GRPC_SERVER_H_
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +58,21 @@ struct GrpcServerOptions {
   // Requests are empty, a Duration or a short name; anything bigger is
   // refused.
   int max_receive_message_bytes = 4 * 1024;
+  // Streams one connection may have open at once (HTTP/2
+  // SETTINGS_MAX_CONCURRENT_STREAMS; the client queues any beyond): room for
+  // every watch stream of one application process plus unary calls.
+  int max_concurrent_streams_per_connection = 1024 + 64;
+  // Memory all connections' buffers may use together (a grpc::ResourceQuota);
+  // under pressure gRPC shrinks buffers and closes idle connections first.
+  size_t memory_quota_bytes = 64 << 20;
+  // A connection with no call open for this long is closed (GOAWAY).
+  absl::Duration max_connection_idle = absl::Minutes(5);
+  // A connection older than this takes no new calls (GOAWAY); the client
+  // opens another. Calls in progress may continue for
+  // max_connection_age_grace (infinite: a WatchLeadership stream is never
+  // cut, so an application's leader work is not cancelled by it).
+  absl::Duration max_connection_age = absl::Minutes(30);
+  absl::Duration max_connection_age_grace = absl::InfiniteDuration();
   // HTTP/2 keepalive pings on quiet connections find watchers whose peer
   // vanished without closing the connection.
   absl::Duration keepalive_time = absl::Seconds(60);

@@ -610,6 +610,54 @@ TEST_F(GrpcServerTest, ManyWatchersAllSeeAHandover) {
   }
 }
 
+TEST_F(GrpcServerTest, StreamsBeyondTheConnectionsLimitWaitForAFreeSlot) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_concurrent_streams_per_connection = 2;
+  StartServer(options);
+  auto first = std::make_unique<WatchClient>(stub_.get());
+  WatchClient second(stub_.get());
+  ASSERT_TRUE(first->Next());
+  ASSERT_TRUE(second.Next());
+  // Same connection: the client holds the third stream back.
+  WatchClient third(stub_.get());
+  EXPECT_FALSE(third.Next(absl::Milliseconds(300)));
+  first.reset();
+  EXPECT_TRUE(third.Next());
+}
+
+TEST_F(GrpcServerTest, IdleConnectionsAreClosed) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_connection_idle = absl::Milliseconds(100);
+  StartServer(options);
+  GetLeadership();
+  ASSERT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (channel_->GetState(false) == GRPC_CHANNEL_READY && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_NE(channel_->GetState(false), GRPC_CHANNEL_READY);
+  // The next call simply connects again.
+  EXPECT_FALSE(GetLeadership().is_leader());
+}
+
+TEST_F(GrpcServerTest, ConnectionAgeNeverCutsAWatchStream) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_connection_age = absl::Milliseconds(100);
+  StartServer(options);
+  WatchClient watch(stub_.get());
+  ASSERT_TRUE(watch.Next());
+  absl::SleepFor(absl::Milliseconds(500));
+  env_.publisher.Publish(Following(env_.clock, kOther, 2));
+  std::optional<v1::WatchLeadershipResponse> m = watch.Next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->leadership().holder_identity(), kOther);
+  // New calls go over a fresh connection.
+  EXPECT_EQ(GetLeadership().holder_identity(), kOther);
+}
+
 TEST(GrpcServerStartTest, PortInUseIsUnavailable) {
   ApiTestEnv env;
   GrpcServerOptions options;
