@@ -6,7 +6,9 @@
 // It answers GET /leader with the subset of baton's JSON the tests read:
 // {"isLeader", "identity", "holderIdentity", "fencingToken"}, plus
 // "apiRequests", the number of API-server requests it has sent. isLeader is
-// true between client-go's OnStartedLeading and OnStoppedLeading callbacks.
+// true from client-go's OnStartedLeading callback until the context it
+// passes is cancelled — when a client-go controller must stop its leader
+// work, which is before client-go releases the Lease — or OnStoppedLeading.
 // When client-go's Run returns (leadership lost), it campaigns again, as a
 // controller restarted by its Deployment would.
 package main
@@ -36,6 +38,7 @@ type state struct {
 	requests atomic.Int64 // API requests sent, for the benchmarks
 	mu       sync.Mutex
 	leading  bool
+	term     int // counts OnStartedLeading calls
 	token    int32
 	holder   string
 	identity string
@@ -106,15 +109,23 @@ func main() {
 			RetryPeriod:     *retryPeriod,
 			ReleaseOnCancel: true,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) {
+				OnStartedLeading: func(leading context.Context) {
 					rec, _, err := lock.Get(context.Background())
 					st.mu.Lock()
-					st.leading = true
+					st.term++
+					term := st.term
+					st.leading = leading.Err() == nil
 					if err == nil {
 						st.token = int32(rec.LeaderTransitions)
 					}
 					st.mu.Unlock()
 					log.Printf("started leading (token %d)", st.token)
+					<-leading.Done()
+					st.mu.Lock()
+					if st.term == term {
+						st.leading = false
+					}
+					st.mu.Unlock()
 				},
 				OnStoppedLeading: func() {
 					st.mu.Lock()
