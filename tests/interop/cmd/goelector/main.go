@@ -7,8 +7,12 @@
 // {"isLeader", "identity", "holderIdentity", "fencingToken"}, plus
 // "apiRequests", the number of API-server requests it has sent. isLeader is
 // true from client-go's OnStartedLeading callback until the context it
-// passes is cancelled — when a client-go controller must stop its leader
-// work, which is before client-go releases the Lease — or OnStoppedLeading.
+// passes is cancelled (when a client-go controller must stop its leader
+// work) or OnStoppedLeading, and only while the last successful write of the
+// Lease as holder was sent less than --renew-deadline ago: client-go's own
+// bound on a leader that cannot renew. (client-go cancels that context only
+// after its release attempt, which with ReleaseOnCancel can take another
+// renew deadline when the API server is unreachable.)
 // When client-go's Run returns (leadership lost), it campaigns again, as a
 // controller restarted by its Deployment would.
 package main
@@ -35,19 +39,21 @@ import (
 )
 
 type state struct {
-	requests atomic.Int64 // API requests sent, for the benchmarks
-	mu       sync.Mutex
-	leading  bool
-	term     int // counts OnStartedLeading calls
-	token    int32
-	holder   string
-	identity string
+	requests      atomic.Int64 // API requests sent, for the benchmarks
+	renewDeadline time.Duration
+	mu            sync.Mutex
+	leading       bool
+	term          int       // counts OnStartedLeading calls
+	renewSent     time.Time // when the last successful write as holder was sent
+	token         int32
+	holder        string
+	identity      string
 }
 
 func (s *state) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	body := map[string]any{
-		"isLeader":       s.leading,
+		"isLeader":       s.leading && time.Since(s.renewSent) < s.renewDeadline,
 		"identity":       s.identity,
 		"holderIdentity": s.holder,
 		"fencingToken":   s.token,
@@ -56,6 +62,32 @@ func (s *state) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// timedLock notes when each successful create or update naming this
+// elector as holder was sent.
+type timedLock struct {
+	resourcelock.Interface
+	st *state
+}
+
+func (l timedLock) write(rec resourcelock.LeaderElectionRecord, do func() error) error {
+	sent := time.Now()
+	err := do()
+	if err == nil && rec.HolderIdentity == l.st.identity {
+		l.st.mu.Lock()
+		l.st.renewSent = sent
+		l.st.mu.Unlock()
+	}
+	return err
+}
+
+func (l timedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.write(rec, func() error { return l.Interface.Create(ctx, rec) })
+}
+
+func (l timedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.write(rec, func() error { return l.Interface.Update(ctx, rec) })
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -78,7 +110,7 @@ func main() {
 		log.Fatal(err)
 	}
 	cfg.UserAgent = "goelector (client-go leaderelection)"
-	st := &state{identity: *identity}
+	st := &state{identity: *identity, renewDeadline: *renewDeadline}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			st.requests.Add(1)
@@ -103,7 +135,7 @@ func main() {
 	defer cancel()
 	for ctx.Err() == nil {
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
+			Lock:            timedLock{lock, st},
 			LeaseDuration:   *leaseDuration,
 			RenewDeadline:   *renewDeadline,
 			RetryPeriod:     *retryPeriod,
