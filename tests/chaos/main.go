@@ -170,6 +170,9 @@ func run(profile string, rounds int, only string, mixed bool) int {
 			logf("the %s profile overran %v: stopping", profile, limit)
 		}
 		stopCP()
+		if h.failed == 0 {
+			os.RemoveAll(h.logDir)
+		}
 		os.Exit(1)
 	}()
 
