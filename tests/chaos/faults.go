@@ -47,7 +47,7 @@ var faults = []*fault{
 	{Name: "sigterm-anon", What: "sigterm while an anonymous poller holds promises nobody acknowledges",
 		Anon: true, AckVia: AckHTTP, Inject: sigterm},
 	{Name: "resign-grpc", What: "gRPC Resign on the leader", Inject: func(g *group, l *slot, _ int) (Instant, error) {
-		ctx, cancel := adminContext()
+		ctx, cancel := requestContext()
 		defer cancel()
 		t := Now()
 		_, err := batonv1.NewLeaderElectionClient(l.probe.conn).Resign(ctx, &batonv1.ResignRequest{})
@@ -96,7 +96,7 @@ var faults = []*fault{
 			return t, g.h.cp.RestartAPIServer()
 		}},
 	{Name: "delete", What: "the Lease deleted under its leader", Inject: func(g *group, _ *slot, _ int) (Instant, error) {
-		ctx, cancel := adminContext()
+		ctx, cancel := requestContext()
 		defer cancel()
 		t := Now()
 		return t, g.h.admin.CoordinationV1().Leases(g.ns).Delete(ctx, g.lease, metav1.DeleteOptions{})
@@ -184,7 +184,7 @@ func (g *group) editLease(change func(*coordinationv1.Lease)) (Instant, error) {
 // editLeaseOnce is one read and write of the Lease; the instant is just
 // before the write.
 func (g *group) editLeaseOnce(change func(*coordinationv1.Lease)) (Instant, error) {
-	ctx, cancel := adminContext()
+	ctx, cancel := requestContext()
 	defer cancel()
 	leases := g.h.admin.CoordinationV1().Leases(g.ns)
 	l, err := leases.Get(ctx, g.lease, metav1.GetOptions{})
@@ -201,7 +201,7 @@ func (g *group) editLeaseOnce(change func(*coordinationv1.Lease)) (Instant, erro
 // again, which kills every token bound to the old one), mints a new one and
 // writes it to s's token file, as the kubelet rotates a projected token.
 func (g *group) rotateToken(s *slot) error {
-	ctx, cancel := adminContext()
+	ctx, cancel := requestContext()
 	defer cancel()
 	sas := g.h.admin.CoreV1().ServiceAccounts(g.ns)
 	if err := sas.Delete(ctx, s.sa, metav1.DeleteOptions{}); err != nil {

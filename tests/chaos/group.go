@@ -24,7 +24,7 @@ type harness struct {
 	baton     string                // binaries
 	goelector string
 	logDir    string                           // member logs, credentials, failed rounds' answers
-	failed    int                              // rounds that failed; if any, logDir is kept
+	failed    atomic.Int32                     // rounds that failed; if any, logDir is kept
 	log       func(format string, args ...any) // progress, to stderr
 }
 
@@ -233,7 +233,7 @@ func (g *group) waitStable(timeout time.Duration) (*slot, error) {
 // signal sends sig to s's process.
 func (s *slot) signal(sig syscall.Signal) { s.member.Signal(sig) }
 
-// adminContext bounds one admin request.
-func adminContext() (context.Context, context.CancelFunc) {
+// requestContext bounds one request the harness makes (admin edits, Resign).
+func requestContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }

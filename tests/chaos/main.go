@@ -76,6 +76,7 @@ type row struct {
 	tokensBad    int
 	stalls       int // rounds without a stable leader afterwards, or whose fault failed
 	handovers    []time.Duration
+	rates        []float64 // per round: median answers per second of a polled surface
 	worstOverlap time.Duration
 	worstExcess  time.Duration
 }
@@ -170,7 +171,7 @@ func run(profile string, rounds int, only string, mixed bool) int {
 			logf("the %s profile overran %v: stopping", profile, limit)
 		}
 		stopCP()
-		if h.failed == 0 {
+		if h.failed.Load() == 0 {
 			os.RemoveAll(h.logDir)
 		}
 		os.Exit(1)
@@ -204,7 +205,7 @@ func run(profile string, rounds int, only string, mixed bool) int {
 		rows = append(rows, plan...)
 	}
 	stopCP()
-	if h.failed > 0 {
+	if h.failed.Load() > 0 {
 		logf("member logs and the answers of failed rounds: %s", h.logDir)
 	} else {
 		os.RemoveAll(h.logDir)
@@ -318,13 +319,14 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if handed {
 		line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
 	}
-	line += fmt.Sprintf(", %d answers", countSince(answers, from))
+	rate := sampleRate(answers, from, to)
+	r.rates = append(r.rates, rate)
+	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
 	if len(res.Overlaps)+len(res.Broken)+bad == 0 && stall == "" {
 		logf("%s, ok", line)
 		return
 	}
-	g.h.failed++
-	if g.h.failed <= maxDumps {
+	if g.h.failed.Add(1) <= maxDumps {
 		dump := filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name))
 		if err := dumpRound(dump, answers, acks, fault); err != nil {
 			logf("  writing %s: %v", dump, err)
@@ -369,6 +371,44 @@ func countSince(answers []Answer, from Instant) int {
 		}
 	}
 	return n
+}
+
+// sampleRate is the median, over every member's polled surfaces, of how
+// often that surface answered in [from, to).
+func sampleRate(answers []Answer, from, to Instant) float64 {
+	type key struct {
+		member  string
+		surface Surface
+	}
+	type span struct {
+		n           int
+		first, last Instant
+	}
+	spans := map[key]*span{}
+	for i := range answers {
+		a := &answers[i]
+		if a.Recv < from || a.Recv >= to || a.Surface == Watch || a.Surface == AnonHTTP {
+			continue
+		}
+		k := key{a.Member, a.Surface}
+		if s := spans[k]; s == nil {
+			spans[k] = &span{1, a.Recv, a.Recv}
+		} else {
+			s.n++
+			s.first, s.last = min(s.first, a.Recv), max(s.last, a.Recv)
+		}
+	}
+	var rates []float64
+	for _, s := range spans {
+		if s.n >= 10 {
+			rates = append(rates, float64(s.n-1)/s.last.Sub(s.first).Seconds())
+		}
+	}
+	if len(rates) == 0 {
+		return 0
+	}
+	sort.Float64s(rates)
+	return rates[len(rates)/2]
 }
 
 // maxDumps is how many failed rounds' answers a run keeps.
@@ -420,8 +460,16 @@ func selfCheck() error {
 // report prints the table and the final line; it returns the exit code.
 func report(rows []*row) int {
 	w := os.Stdout
-	fmt.Fprintf(w, "\nlease %v, renew deadline %v, retry period %v; every surface sampled every %v\n",
-		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, samplePeriod)
+	lowest := 0.0
+	for i, r := range rows {
+		for j, rate := range r.rates {
+			if (i == 0 && j == 0) || rate < lowest {
+				lowest = rate
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nlease %v, renew deadline %v, retry period %v; every surface asked every %v (lowest round median: %.0f Hz)\n",
+		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, samplePeriod, lowest)
 	fmt.Fprintf(w, "%-30s %6s %8s %8s %10s %9s %9s %9s %6s\n", "fault [config]", "rounds", "overlaps",
 		"broken", "tokens", "hand p50", "hand p99", "hand max", "stalls")
 	passed, failed := 0, 0

@@ -21,8 +21,9 @@ import (
 	"baton/tests/internal/sidecars"
 )
 
-// samplePeriod is how often every surface of every member is asked.
-const samplePeriod = 10 * time.Millisecond
+// samplePeriod is how often every surface of every member is asked: above
+// 100 Hz with room for a slow answer now and then.
+const samplePeriod = 8 * time.Millisecond
 
 // askTimeout bounds every question; a member that does not answer in time
 // (stopped, starved) gives no answer, which the checker never counts as one.
