@@ -6,6 +6,7 @@ package cptest
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,28 +34,51 @@ func Script() string { return filepath.Join(Root(), "scripts", "controlplane") }
 // $BATON_CONTROLPLANE_DIR names a ready one, else one it starts and stops.
 // Use it from TestMain: os.Exit(cptest.Main(m, &cp)).
 func Main(m *testing.M, cp *ControlPlane) int {
-	if dir := os.Getenv("BATON_CONTROLPLANE_DIR"); dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
-			cp.Dir = dir
-			return m.Run()
-		}
-	}
-	dir, err := os.MkdirTemp("", "baton-cp-")
+	got, stop, err := Acquire(os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
+	defer stop()
+	*cp = got
+	return m.Run()
+}
+
+// Acquire returns the shared control plane if $BATON_CONTROLPLANE_DIR names a
+// ready one, else starts a private one in a temporary directory that stops
+// when this process exits, whatever way it exits. stop stops a private one
+// and removes its directory; it does nothing for the shared one. The start's
+// progress goes to log.
+func Acquire(log io.Writer) (cp ControlPlane, stop func(), err error) {
+	if dir := os.Getenv("BATON_CONTROLPLANE_DIR"); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			return ControlPlane{Dir: dir}, func() {}, nil
+		}
+	}
+	dir, err := os.MkdirTemp("", "baton-cp-")
+	if err != nil {
+		return ControlPlane{}, nil, err
+	}
 	start := exec.Command(Script(), "start", dir)
 	start.Env = append(os.Environ(), fmt.Sprintf("BATON_CONTROLPLANE_OWNER_PID=%d", os.Getpid()))
-	start.Stdout, start.Stderr = os.Stderr, os.Stderr
+	start.Stdout, start.Stderr = log, log
 	if err := start.Run(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting the control plane: %v\n", err)
-		return 1
+		os.RemoveAll(dir)
+		return ControlPlane{}, nil, fmt.Errorf("starting the control plane: %v", err)
 	}
-	defer exec.Command(Script(), "stop", dir).Run()
-	cp.Dir = dir
-	return m.Run()
+	return ControlPlane{Dir: dir}, func() {
+		_ = exec.Command(Script(), "stop", dir).Run()
+		os.RemoveAll(dir)
+	}, nil
+}
+
+// RestartAPIServer restarts kube-apiserver on the same port and returns once
+// it is ready again (scripts/controlplane restart-apiserver).
+func (cp *ControlPlane) RestartAPIServer() error {
+	if out, err := exec.Command(Script(), "restart-apiserver", cp.Dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("restart-apiserver: %v: %s", err, out)
+	}
+	return nil
 }
 
 // Kubeconfig is the admin kubeconfig.
@@ -97,10 +121,25 @@ var namespaceSeq atomic.Int64
 // test ends.
 func (cp *ControlPlane) Namespace(t testing.TB, prefix string) string {
 	t.Helper()
-	ns := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), namespaceSeq.Add(1))
-	cp.MustKubectl(t, "", "create", "namespace", ns)
-	t.Cleanup(func() { _, _ = cp.Kubectl("", "delete", "namespace", ns, "--wait=false") })
+	ns, err := cp.CreateNamespace(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cp.DeleteNamespace(ns) })
 	return ns
+}
+
+// CreateNamespace creates a namespace named prefix-PID-N that no other
+// caller uses and returns its name.
+func (cp *ControlPlane) CreateNamespace(prefix string) (string, error) {
+	ns := fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), namespaceSeq.Add(1))
+	_, err := cp.Kubectl("", "create", "namespace", ns)
+	return ns, err
+}
+
+// DeleteNamespace starts deleting ns and does not wait for it to go.
+func (cp *ControlPlane) DeleteNamespace(ns string) {
+	_, _ = cp.Kubectl("", "delete", "namespace", ns, "--wait=false")
 }
 
 // TokenKubeconfig writes a kubeconfig authenticating as ServiceAccount ns/sa
@@ -108,15 +147,25 @@ func (cp *ControlPlane) Namespace(t testing.TB, prefix string) string {
 func (cp *ControlPlane) TokenKubeconfig(t testing.TB, ns, sa string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), sa+".kubeconfig")
-	cmd := exec.Command(Script(), "token-kubeconfig", cp.Dir, ns, sa, out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("token-kubeconfig: %v: %s", err, b)
+	if err := cp.WriteTokenKubeconfig(ns, sa, out); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
 
+// WriteTokenKubeconfig writes to out a kubeconfig authenticating as
+// ServiceAccount ns/sa (created if missing) with a bound token
+// (scripts/controlplane token-kubeconfig).
+func (cp *ControlPlane) WriteTokenKubeconfig(ns, sa, out string) error {
+	cmd := exec.Command(Script(), "token-kubeconfig", cp.Dir, ns, sa, out)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("token-kubeconfig: %v: %s", err, b)
+	}
+	return nil
+}
+
 // leaseRole is Role baton in namespace %[1]s granting verbs %[2]s on Leases,
-// bound to ServiceAccount baton there.
+// bound to ServiceAccounts %[3]s there.
 const leaseRole = `apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: baton, namespace: %[1]s}
@@ -130,12 +179,24 @@ kind: RoleBinding
 metadata: {name: baton, namespace: %[1]s}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: baton}
 subjects:
-- {kind: ServiceAccount, name: baton, namespace: %[1]s}
-`
+%[3]s`
 
 // GrantLeases applies a Role granting verbs on Leases in ns, and nothing
 // else, bound to ServiceAccount ns/baton.
 func (cp *ControlPlane) GrantLeases(t testing.TB, ns string, verbs ...string) {
 	t.Helper()
-	cp.MustKubectl(t, fmt.Sprintf(leaseRole, ns, strings.Join(verbs, ", ")), "apply", "-f", "-")
+	if err := cp.GrantLeasesTo(ns, []string{"baton"}, verbs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// GrantLeasesTo is GrantLeases binding the Role to each of the
+// ServiceAccounts serviceAccounts of ns.
+func (cp *ControlPlane) GrantLeasesTo(ns string, serviceAccounts []string, verbs ...string) error {
+	var subjects strings.Builder
+	for _, sa := range serviceAccounts {
+		fmt.Fprintf(&subjects, "- {kind: ServiceAccount, name: %s, namespace: %s}\n", sa, ns)
+	}
+	_, err := cp.Kubectl(fmt.Sprintf(leaseRole, ns, strings.Join(verbs, ", "), subjects.String()), "apply", "-f", "-")
+	return err
 }

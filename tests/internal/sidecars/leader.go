@@ -12,7 +12,7 @@ func Sample(members []*Member) []*State {
 	out := make([]*State, len(members))
 	var wg sync.WaitGroup
 	for i, m := range members {
-		if m.exited() {
+		if m.Exited() {
 			continue
 		}
 		wg.Add(1)

@@ -2,7 +2,9 @@
 // sidecars and client-go's LeaderElector (tests/interop/cmd/goelector), each
 // on free loopback ports against a Lease of the real control plane, observed
 // through GET /leader the way an application would. It also waits for a
-// single leader and watches that there is never more than one.
+// single leader and watches that there is never more than one. Tests use the
+// testing.TB helpers (Sidecar, GoElector); programs such as bench/chaos use
+// Start, which returns errors instead.
 package sidecars
 
 import (
@@ -35,14 +37,34 @@ type Election struct {
 	Lease      string // the Lease's name
 }
 
+// Kind says which program a Member runs.
+type Kind int
+
+const (
+	Baton    Kind = iota // a baton sidecar (build/bin/baton)
+	ClientGo             // client-go's LeaderElector (tests/interop/cmd/goelector)
+)
+
 // Member is one running process campaigning for a Lease: a baton sidecar or
 // a client-go elector.
 type Member struct {
 	Name     string // also its holder identity
+	Kind     Kind
 	HTTPAddr string // where it answers GET /leader
+	GRPCAddr string // where a baton sidecar serves gRPC; empty for ClientGo
 	cmd      *exec.Cmd
 	logPath  string
 	done     chan struct{}
+}
+
+// Spec says what Start runs.
+type Spec struct {
+	Kind     Kind
+	Binary   string // BatonBinaryPath or BuildGoElector
+	Name     string // holder identity
+	Election Election
+	LogDir   string   // the process writes LogDir/Name.log
+	Args     []string // more flags, after the common ones
 }
 
 // State is what GET /leader answers (the fields the tests read).
@@ -58,96 +80,145 @@ type State struct {
 // caller points elsewhere; it fails t if the binary is missing.
 func BatonBinary(t testing.TB) string {
 	t.Helper()
+	bin, err := BatonBinaryPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// BatonBinaryPath is BatonBinary returning an error.
+func BatonBinaryPath() (string, error) {
 	bin := filepath.Join(cptest.Root(), "build", "bin", "baton")
 	if dir := os.Getenv("BATON_BIN"); dir != "" {
 		bin = filepath.Join(dir, "baton")
 	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("the baton binary is missing (%v): build it first (README, Building)", err)
+		return "", fmt.Errorf("the baton binary is missing (%v): build it first (README, Building)", err)
 	}
-	return bin
+	return bin, nil
 }
 
 // GoElectorBinary builds tests/interop/cmd/goelector and returns its path.
 func GoElectorBinary(t testing.TB) string {
 	t.Helper()
+	bin, err := BuildGoElector()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// BuildGoElector is GoElectorBinary returning an error.
+func BuildGoElector() (string, error) {
 	bin := filepath.Join(cptest.Root(), "build", "controlplane", "bin", "goelector")
 	build := exec.Command("go", "build", "-o", bin, "./interop/cmd/goelector")
 	build.Dir = filepath.Join(cptest.Root(), "tests")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building goelector: %v: %s", err, out)
+		return "", fmt.Errorf("building goelector: %v: %s", err, out)
 	}
-	return bin
+	return bin, nil
 }
 
 // Sidecar starts a baton sidecar named name campaigning in el.
 func Sidecar(t testing.TB, el Election, name string) *Member {
 	t.Helper()
-	return start(t, el, BatonBinary(t), name, "--grpc-addr="+freeAddr(t))
+	return start(t, Spec{Kind: Baton, Binary: BatonBinary(t), Name: name, Election: el})
 }
 
 // GoElector starts a client-go LeaderElector named name campaigning in el.
 func GoElector(t testing.TB, el Election, name string) *Member {
 	t.Helper()
-	return start(t, el, GoElectorBinary(t), name)
+	return start(t, Spec{Kind: ClientGo, Binary: GoElectorBinary(t), Name: name, Election: el})
 }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr is a 127.0.0.1 address with a port nobody listened on a moment ago.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return l.Addr().String(), nil
 }
 
-// start runs binary with args and the flags both kinds of member share, kills
-// it when the test ends (printing its log if the test failed), and waits
-// until it answers GET /leader.
-func start(t testing.TB, el Election, binary, name string, args ...string) *Member {
+// start is Start in a test's temporary directory; it kills the process when
+// the test ends, printing its log if the test failed.
+func start(t testing.TB, spec Spec) *Member {
 	t.Helper()
-	m := &Member{Name: name, HTTPAddr: freeAddr(t), done: make(chan struct{}),
-		logPath: filepath.Join(t.TempDir(), name+".log")}
-	args = append(args,
-		"--kubeconfig="+el.Kubeconfig, "--lease-name="+el.Lease, "--lease-namespace="+el.Namespace,
-		"--identity="+m.Name, "--http-addr="+m.HTTPAddr,
-		"--lease-duration="+LeaseDuration.String(), "--renew-deadline="+RenewDeadline.String(),
-		"--retry-period="+RetryPeriod.String())
-	logFile, err := os.Create(m.logPath)
+	spec.LogDir = t.TempDir()
+	m, err := Start(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.cmd = exec.Command(binary, args...)
+	t.Cleanup(func() {
+		m.Kill()
+		if t.Failed() {
+			t.Logf("--- log of %s:\n%s", m.Name, m.Log())
+		}
+	})
+	return m
+}
+
+// Start runs spec.Binary with the flags both kinds of member share and
+// spec.Args, and waits (at most 10s) until it answers GET /leader. The
+// process gets SIGKILL if the calling process dies; Kill ends it earlier.
+func Start(spec Spec) (*Member, error) {
+	m := &Member{Name: spec.Name, Kind: spec.Kind, done: make(chan struct{}),
+		logPath: filepath.Join(spec.LogDir, spec.Name+".log")}
+	var err error
+	if m.HTTPAddr, err = FreeAddr(); err != nil {
+		return nil, err
+	}
+	el := spec.Election
+	args := []string{
+		"--kubeconfig=" + el.Kubeconfig, "--lease-name=" + el.Lease, "--lease-namespace=" + el.Namespace,
+		"--identity=" + m.Name, "--http-addr=" + m.HTTPAddr,
+		"--lease-duration=" + LeaseDuration.String(), "--renew-deadline=" + RenewDeadline.String(),
+		"--retry-period=" + RetryPeriod.String()}
+	if spec.Kind == Baton {
+		if m.GRPCAddr, err = FreeAddr(); err != nil {
+			return nil, err
+		}
+		args = append(args, "--grpc-addr="+m.GRPCAddr)
+	}
+	logFile, err := os.Create(m.logPath)
+	if err != nil {
+		return nil, err
+	}
+	m.cmd = exec.Command(spec.Binary, append(args, spec.Args...)...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {
-		t.Fatal(err)
+		logFile.Close()
+		return nil, err
 	}
 	go func() {
 		_ = m.cmd.Wait()
 		logFile.Close()
 		close(m.done)
 	}()
-	t.Cleanup(func() {
-		m.Signal(syscall.SIGCONT)
-		m.Signal(syscall.SIGKILL)
-		<-m.done
-		if t.Failed() {
-			t.Logf("--- log of %s:\n%s", m.Name, m.Log())
-		}
-	})
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		if _, err := m.State(); err == nil {
-			return m
+			return m, nil
 		}
 		select {
 		case <-m.done:
-			t.Fatalf("%s exited at start: %v", m.Name, m.cmd.ProcessState)
+			return nil, fmt.Errorf("%s exited at start: %v: %s", m.Name, m.cmd.ProcessState, m.Log())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	t.Fatalf("%s does not answer on %s", m.Name, m.HTTPAddr)
-	return nil
+	m.Kill()
+	return nil, fmt.Errorf("%s does not answer on %s: %s", m.Name, m.HTTPAddr, m.Log())
+}
+
+// Kill ends m's process with SIGKILL (after SIGCONT, in case it was
+// stopped) and waits for it to exit.
+func (m *Member) Kill() {
+	m.Signal(syscall.SIGCONT)
+	m.Signal(syscall.SIGKILL)
+	<-m.done
 }
 
 var httpClient = &http.Client{Timeout: 500 * time.Millisecond}
@@ -177,7 +248,8 @@ func (m *Member) Signal(sig syscall.Signal) { _ = m.cmd.Process.Signal(sig) }
 // Done is closed once m's process has exited.
 func (m *Member) Done() <-chan struct{} { return m.done }
 
-func (m *Member) exited() bool {
+// Exited says whether m's process has exited.
+func (m *Member) Exited() bool {
 	select {
 	case <-m.done:
 		return true

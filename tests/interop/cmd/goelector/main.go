@@ -6,7 +6,13 @@
 // It answers GET /leader with the subset of baton's JSON the tests read:
 // {"isLeader", "identity", "holderIdentity", "fencingToken"}, plus
 // "apiRequests", the number of API-server requests it has sent. isLeader is
-// true between client-go's OnStartedLeading and OnStoppedLeading callbacks.
+// true from client-go's OnStartedLeading callback until the context it
+// passes is cancelled (when a client-go controller must stop its leader
+// work) or OnStoppedLeading, and only while the last successful write of the
+// Lease as holder was sent less than --renew-deadline ago: client-go's own
+// bound on a leader that cannot renew. (client-go cancels that context only
+// after its release attempt, which with ReleaseOnCancel can take another
+// renew deadline when the API server is unreachable.)
 // When client-go's Run returns (leadership lost), it campaigns again, as a
 // controller restarted by its Deployment would.
 package main
@@ -33,18 +39,21 @@ import (
 )
 
 type state struct {
-	requests atomic.Int64 // API requests sent, for the benchmarks
-	mu       sync.Mutex
-	leading  bool
-	token    int32
-	holder   string
-	identity string
+	requests      atomic.Int64 // API requests sent, for the benchmarks
+	renewDeadline time.Duration
+	mu            sync.Mutex
+	leading       bool
+	term          int       // counts OnStartedLeading calls
+	renewSent     time.Time // when the last successful write as holder was sent
+	token         int32
+	holder        string
+	identity      string
 }
 
 func (s *state) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	body := map[string]any{
-		"isLeader":       s.leading,
+		"isLeader":       s.leading && time.Since(s.renewSent) < s.renewDeadline,
 		"identity":       s.identity,
 		"holderIdentity": s.holder,
 		"fencingToken":   s.token,
@@ -53,6 +62,32 @@ func (s *state) serveHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// timedLock notes when each successful create or update naming this
+// elector as holder was sent.
+type timedLock struct {
+	resourcelock.Interface
+	st *state
+}
+
+func (l timedLock) write(rec resourcelock.LeaderElectionRecord, do func() error) error {
+	sent := time.Now()
+	err := do()
+	if err == nil && rec.HolderIdentity == l.st.identity {
+		l.st.mu.Lock()
+		l.st.renewSent = sent
+		l.st.mu.Unlock()
+	}
+	return err
+}
+
+func (l timedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.write(rec, func() error { return l.Interface.Create(ctx, rec) })
+}
+
+func (l timedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.write(rec, func() error { return l.Interface.Update(ctx, rec) })
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
@@ -75,7 +110,7 @@ func main() {
 		log.Fatal(err)
 	}
 	cfg.UserAgent = "goelector (client-go leaderelection)"
-	st := &state{identity: *identity}
+	st := &state{identity: *identity, renewDeadline: *renewDeadline}
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			st.requests.Add(1)
@@ -100,21 +135,29 @@ func main() {
 	defer cancel()
 	for ctx.Err() == nil {
 		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock:            lock,
+			Lock:            timedLock{lock, st},
 			LeaseDuration:   *leaseDuration,
 			RenewDeadline:   *renewDeadline,
 			RetryPeriod:     *retryPeriod,
 			ReleaseOnCancel: true,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) {
+				OnStartedLeading: func(leading context.Context) {
 					rec, _, err := lock.Get(context.Background())
 					st.mu.Lock()
-					st.leading = true
+					st.term++
+					term := st.term
+					st.leading = leading.Err() == nil
 					if err == nil {
 						st.token = int32(rec.LeaderTransitions)
 					}
 					st.mu.Unlock()
 					log.Printf("started leading (token %d)", st.token)
+					<-leading.Done()
+					st.mu.Lock()
+					if st.term == term {
+						st.leading = false
+					}
+					st.mu.Unlock()
 				},
 				OnStoppedLeading: func() {
 					st.mu.Lock()

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	batonv1 "github.com/baton-sidecar/baton/clients/go/batonv1"
+
+	"baton/tests/internal/sidecars"
+)
+
+// fault is one kind of round: Inject does it to a group whose stable leader
+// is leader, returns the instant the fault began (handover is timed from
+// it), and has undone it (healed, resumed, restarted) when it returns; the
+// round then waits for a stable leader again.
+type fault struct {
+	Name     string
+	What     string
+	ClientGo bool   // may target a client-go leader (else the leader must be baton)
+	Anon     bool   // an anonymous poller (never acknowledges) runs during the round
+	AckVia   AckVia // how the application acknowledges in this round
+	Inject   func(g *group, leader *slot, round int) (Instant, error)
+}
+
+// pastTheLease is how long pauses and partitions last: long enough for the
+// followers to find the Lease expired and take it.
+const pastTheLease = sidecars.LeaseDuration + 500*time.Millisecond
+
+var faults = []*fault{
+	{Name: "kill9", What: "kill -9 of the leader, then a new process in its place", ClientGo: true,
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			l.member.Kill()
+			return t, g.replace(l)
+		}},
+	{Name: "sigterm", What: "SIGTERM of the leader (release on shutdown), then a new process", ClientGo: true,
+		Inject: sigterm},
+	{Name: "sigterm-anon", What: "sigterm while an anonymous poller holds promises nobody acknowledges",
+		Anon: true, AckVia: AckHTTP, Inject: sigterm},
+	{Name: "resign-grpc", What: "gRPC Resign on the leader", Inject: func(g *group, l *slot, _ int) (Instant, error) {
+		ctx, cancel := requestContext()
+		defer cancel()
+		t := Now()
+		_, err := batonv1.NewLeaderElectionClient(l.probe.conn).Resign(ctx, &batonv1.ResignRequest{})
+		return t, err
+	}},
+	{Name: "resign-http", What: "POST /resign on the leader; the application acknowledges over HTTP",
+		AckVia: AckHTTP, Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			resp, err := l.probe.http.Post("http://"+l.member.HTTPAddr+"/resign", "", nil)
+			if err != nil {
+				return t, err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return t, fmt.Errorf("POST /resign: %s", resp.Status)
+			}
+			return t, nil
+		}},
+	{Name: "sigstop", What: "SIGSTOP of the leader past the lease, then SIGCONT", ClientGo: true,
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			l.signal(syscall.SIGSTOP)
+			time.Sleep(pastTheLease)
+			l.signal(syscall.SIGCONT)
+			return t, nil
+		}},
+	{Name: "blackhole", What: "the leader's link to the API server black-holed past the lease", ClientGo: true,
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			l.proxy.BlackHole()
+			time.Sleep(pastTheLease)
+			l.proxy.Forward()
+			return t, nil
+		}},
+	{Name: "latency", What: "latency above the renew deadline on the leader's link, past the lease", ClientGo: true,
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			l.proxy.Delay(sidecars.RenewDeadline + 500*time.Millisecond)
+			time.Sleep(pastTheLease)
+			l.proxy.Forward()
+			return t, nil
+		}},
+	{Name: "apiserver-restart", What: "kube-apiserver restarted (scripts/controlplane restart-apiserver)", ClientGo: true,
+		Inject: func(g *group, _ *slot, _ int) (Instant, error) {
+			t := Now()
+			return t, g.h.cp.RestartAPIServer()
+		}},
+	{Name: "delete", What: "the Lease deleted under its leader", Inject: func(g *group, _ *slot, _ int) (Instant, error) {
+		ctx, cancel := requestContext()
+		defer cancel()
+		t := Now()
+		return t, g.h.admin.CoordinationV1().Leases(g.ns).Delete(ctx, g.lease, metav1.DeleteOptions{})
+	}},
+	{Name: "edit-holder", What: "a third party writes a bogus holderIdentity", Inject: func(g *group, _ *slot, round int) (Instant, error) {
+		return g.editLease(func(l *coordinationv1.Lease) {
+			bogus := fmt.Sprintf("chaos-bogus-%d", round)
+			l.Spec.HolderIdentity = &bogus
+		})
+	}},
+	{Name: "edit-duration", What: "a third party cuts leaseDurationSeconds to 1, then the leader's link is black-holed",
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t, err := g.editLease(func(l *coordinationv1.Lease) {
+				one := int32(1)
+				l.Spec.LeaseDurationSeconds = &one
+			})
+			if err != nil {
+				return t, err
+			}
+			time.Sleep(2 * sidecars.RetryPeriod) // a renew or two with the cut duration
+			l.proxy.BlackHole()
+			time.Sleep(pastTheLease)
+			l.proxy.Forward()
+			return t, nil
+		}},
+	{Name: "edit-annotations", What: "a third party adds annotations (nothing may change)",
+		Inject: func(g *group, _ *slot, round int) (Instant, error) {
+			return g.editLease(func(l *coordinationv1.Lease) {
+				if l.Annotations == nil {
+					l.Annotations = map[string]string{}
+				}
+				l.Annotations["chaos.baton.dev/round"] = strconv.Itoa(round)
+			})
+		}},
+	{Name: "conflicts", What: "a competing writer: rapid GET+PUT of an annotation for 2s (409 storm)",
+		Inject: func(g *group, _ *slot, round int) (Instant, error) {
+			t := Now()
+			end := time.Now().Add(2 * time.Second)
+			for i := 0; i < 1000 && time.Now().Before(end); i++ {
+				_, _ = g.editLeaseOnce(func(l *coordinationv1.Lease) {
+					if l.Annotations == nil {
+						l.Annotations = map[string]string{}
+					}
+					l.Annotations["chaos.baton.dev/writer"] = fmt.Sprintf("%d-%d", round, i)
+				})
+			}
+			return t, nil
+		}},
+	{Name: "token-rotation", What: "the leader's token file rewritten with a fresh token; the old one revoked",
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			return t, g.rotateToken(l)
+		}},
+}
+
+func faultNamed(name string) *fault {
+	for _, f := range faults {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func sigterm(g *group, l *slot, _ int) (Instant, error) {
+	t := Now()
+	l.signal(syscall.SIGTERM)
+	return t, g.replace(l)
+}
+
+// editLease changes the Lease as the admin would with kubectl edit,
+// retrying on conflicts (at most 10 times); it returns when the write
+// succeeded.
+func (g *group) editLease(change func(*coordinationv1.Lease)) (Instant, error) {
+	var err error
+	for i := 0; i < 10; i++ {
+		var t Instant
+		if t, err = g.editLeaseOnce(change); err == nil || !apierrors.IsConflict(err) {
+			return t, err
+		}
+	}
+	return Now(), err
+}
+
+// editLeaseOnce is one read and write of the Lease; the instant is just
+// before the write.
+func (g *group) editLeaseOnce(change func(*coordinationv1.Lease)) (Instant, error) {
+	ctx, cancel := requestContext()
+	defer cancel()
+	leases := g.h.admin.CoordinationV1().Leases(g.ns)
+	l, err := leases.Get(ctx, g.lease, metav1.GetOptions{})
+	if err != nil {
+		return Now(), err
+	}
+	change(l)
+	t := Now()
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return t, err
+}
+
+// rotateToken revokes s's token (its ServiceAccount is deleted and made
+// again, which kills every token bound to the old one), mints a new one and
+// writes it to s's token file, as the kubelet rotates a projected token.
+func (g *group) rotateToken(s *slot) error {
+	ctx, cancel := requestContext()
+	defer cancel()
+	sas := g.h.admin.CoreV1().ServiceAccounts(g.ns)
+	if err := sas.Delete(ctx, s.sa, metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	if _, err := sas.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: s.sa}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	hour := int64(3600)
+	tr, err := sas.CreateToken(ctx, s.sa, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	return writeFileAtomically(s.tokenFile, []byte(tr.Status.Token))
+}

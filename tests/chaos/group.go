@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"baton/tests/internal/cptest"
+	"baton/tests/internal/sidecars"
+)
+
+// harness is what every group shares.
+type harness struct {
+	cp        cptest.ControlPlane
+	admin     *kubernetes.Clientset // the admin: third-party edits, deletes, tokens
+	baton     string                // binaries
+	goelector string
+	logDir    string                           // member logs, credentials, failed rounds' answers
+	failed    atomic.Int32                     // rounds that failed; if any, logDir is kept
+	log       func(format string, args ...any) // progress, to stderr
+}
+
+// groupConfig is one configuration of the matrix: a Role and a membership.
+type groupConfig struct {
+	Name     string
+	Verbs    []string // the Role's verbs on Leases
+	Baton    int
+	ClientGo int
+}
+
+// slot is one member's place in a group: its ServiceAccount, credentials and
+// link to the API server outlive the processes that fill it, the way a Pod's
+// do across container restarts.
+type slot struct {
+	index      int
+	kind       sidecars.Kind
+	sa         string
+	tokenFile  string
+	kubeconfig string // points at proxy and reads tokenFile
+	proxy      *Proxy
+	gen        int
+	member     *sidecars.Member
+	probe      *probe
+}
+
+// group is members of one configuration campaigning for one Lease, sampled
+// by their probes into one Recorder.
+type group struct {
+	h      *harness
+	cfg    groupConfig
+	ns     string
+	lease  string
+	slots  []*slot
+	rec    *Recorder
+	ackVia atomic.Int32 // AckVia for this round
+	anon   atomic.Bool  // the anonymous poller runs this round
+}
+
+func newGroup(h *harness, cfg groupConfig) (*group, error) {
+	g := &group{h: h, cfg: cfg, lease: "app", rec: &Recorder{}}
+	ns, err := h.cp.CreateNamespace("chaos-" + cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	g.ns = ns
+	n := cfg.Baton + cfg.ClientGo
+	var sas []string
+	for i := 0; i < n; i++ {
+		sas = append(sas, fmt.Sprintf("member-%d", i))
+	}
+	if err := h.cp.GrantLeasesTo(ns, sas, cfg.Verbs...); err != nil {
+		return nil, err
+	}
+	for i := 0; i < n; i++ {
+		kind := sidecars.Baton
+		if i >= cfg.Baton {
+			kind = sidecars.ClientGo
+		}
+		s, err := g.newSlot(i, kind, sas[i])
+		if err != nil {
+			return nil, err
+		}
+		g.slots = append(g.slots, s)
+		if err := g.fill(s); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// newSlot writes the slot's credentials: a bound token of its
+// ServiceAccount (scripts/controlplane token-kubeconfig) moved into a token
+// file, and a kubeconfig that reads it and talks through the slot's proxy.
+func (g *group) newSlot(i int, kind sidecars.Kind, sa string) (*slot, error) {
+	dir := filepath.Join(g.h.logDir, g.ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s := &slot{index: i, kind: kind, sa: sa, tokenFile: filepath.Join(dir, sa+".token"),
+		kubeconfig: filepath.Join(dir, sa+".kubeconfig")}
+	minted := filepath.Join(dir, sa+".minted.kubeconfig")
+	if err := g.h.cp.WriteTokenKubeconfig(g.ns, sa, minted); err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.LoadFromFile(minted)
+	if err != nil {
+		return nil, err
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+	server, err := url.Parse(cluster.Server)
+	if err != nil {
+		return nil, err
+	}
+	if s.proxy, err = NewProxy(server.Host); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomically(s.tokenFile, []byte(user.Token)); err != nil {
+		return nil, err
+	}
+	user.Token, user.TokenFile = "", s.tokenFile
+	cluster.Server = "https://" + s.proxy.Addr()
+	return s, clientcmd.WriteToFile(*cfg, s.kubeconfig)
+}
+
+func writeFileAtomically(path string, b []byte) error {
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// fill starts a new process in s (a new identity: a restarted sidecar is a
+// new holder) and its probe.
+func (g *group) fill(s *slot) error {
+	s.gen++
+	spec := sidecars.Spec{Kind: s.kind, Binary: g.h.baton,
+		Name:     fmt.Sprintf("%s-%d.%d", g.cfg.Name, s.index, s.gen),
+		Election: sidecars.Election{Kubeconfig: s.kubeconfig, Namespace: g.ns, Lease: g.lease},
+		LogDir:   filepath.Join(g.h.logDir, g.ns)}
+	if s.kind == sidecars.ClientGo {
+		spec.Binary = g.h.goelector
+		spec.Name = fmt.Sprintf("%s-go%d.%d", g.cfg.Name, s.index, s.gen)
+	}
+	m, err := sidecars.Start(spec)
+	if err != nil {
+		return err
+	}
+	p, err := startProbe(m, g.rec, &g.ackVia, &g.anon)
+	if err != nil {
+		m.Kill()
+		return err
+	}
+	s.member, s.probe = m, p
+	return nil
+}
+
+// replace waits (at most 15s, then kills it) for s's process to exit and
+// fills s again, as a kubelet restarts a container.
+func (g *group) replace(s *slot) error {
+	select {
+	case <-s.member.Done():
+	case <-time.After(15 * time.Second):
+		g.h.log("%s did not exit within 15s; killing it", s.member.Name)
+		s.member.Kill()
+	}
+	s.probe.Stop()
+	return g.fill(s)
+}
+
+// Close stops every probe and process, closes the proxies and deletes the
+// namespace.
+func (g *group) Close() {
+	for _, s := range g.slots {
+		if s.member != nil {
+			s.member.Kill()
+			s.probe.Stop()
+		}
+		s.proxy.Close()
+	}
+	g.h.cp.DeleteNamespace(g.ns)
+}
+
+// freshness is how recent a member's latest answer must be for waitStable
+// to count it.
+const freshness = 300 * time.Millisecond
+
+// waitStable waits until exactly one member answers leader, every member
+// answers at all, and that holds for 200ms; it returns the leader's slot.
+func (g *group) waitStable(timeout time.Duration) (*slot, error) {
+	deadline := time.Now().Add(timeout)
+	var candidate *slot
+	streak := 0
+	for time.Now().Before(deadline) {
+		now := Now()
+		var leaders []*slot
+		fresh := true
+		for _, s := range g.slots {
+			a := s.probe.last.Load()
+			if s.member.Exited() || a == nil || now.Sub(a.Recv) > freshness {
+				fresh = false
+				continue
+			}
+			if a.IsLeader {
+				leaders = append(leaders, s)
+			}
+		}
+		switch {
+		case !fresh || len(leaders) != 1:
+			streak = 0
+		case leaders[0] == candidate:
+			streak++
+		default:
+			candidate, streak = leaders[0], 1
+		}
+		if streak >= 5 {
+			return candidate, nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil, fmt.Errorf("no single stable leader within %v", timeout)
+}
+
+// signal sends sig to s's process.
+func (s *slot) signal(sig syscall.Signal) { s.member.Signal(sig) }
+
+// requestContext bounds one request the harness makes (admin edits, Resign).
+func requestContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}

@@ -1,0 +1,507 @@
+// Command chaos is baton's fault harness (bench/chaos runs it): real baton
+// sidecars, optionally beside client-go LeaderElectors, on one Lease of the
+// real control plane, every surface an application can ask sampled at
+// >= 100 Hz, faults injected round after round, and the safety properties
+// of docs/design.md (P1 one leader, P2 validity, P3 tokens) checked exactly
+// over every recorded answer. See bench/README.md.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"baton/tests/internal/cptest"
+	"baton/tests/internal/sidecars"
+)
+
+// The matrix: configurations, and how many rounds of which fault each runs
+// in the short profile. The long profile runs longFactor times as many.
+var (
+	watchRole   = []string{"get", "create", "update", "watch"}
+	minimalRole = []string{"get", "create", "update"}
+
+	configs = []groupConfig{
+		{Name: "watch", Verbs: watchRole, Baton: 3},
+		{Name: "nowatch", Verbs: minimalRole, Baton: 3},
+		{Name: "mixed", Verbs: watchRole, Baton: 2, ClientGo: 2}, // with --mixed
+	}
+
+	shortPlan = map[string][]planned{
+		"watch": {
+			{"kill9", 3}, {"sigterm", 3}, {"sigterm-anon", 2}, {"resign-grpc", 3}, {"resign-http", 3},
+			{"sigstop", 3}, {"blackhole", 3}, {"latency", 2}, {"apiserver-restart", 2}, {"delete", 3},
+			{"edit-holder", 3}, {"edit-duration", 2}, {"edit-annotations", 3}, {"conflicts", 3},
+			{"token-rotation", 3},
+		},
+		"nowatch": {
+			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"resign-grpc", 3}, {"sigstop", 2},
+			{"blackhole", 3}, {"edit-holder", 2},
+		},
+		"mixed": {
+			{"kill9", 4}, {"sigterm", 4}, {"sigstop", 2}, {"blackhole", 2}, {"apiserver-restart", 1},
+		},
+	}
+)
+
+const longFactor = 17
+
+type planned struct {
+	fault  string
+	rounds int
+}
+
+// horizon is how far back a round's check looks for answers that can bear
+// on findings inside the round: longer than any promise or segment gap.
+const horizon = 10 * time.Second
+
+// row is one line of the table: one fault in one configuration.
+type row struct {
+	fault        *fault
+	config       string
+	rounds       int
+	overlaps     int
+	broken       int
+	tokensOK     int
+	tokensBad    int
+	stalls       int // rounds without a stable leader afterwards, or whose fault failed
+	handovers    []time.Duration
+	rates        []float64 // per round: median answers per second of a polled surface
+	worstOverlap time.Duration
+	worstExcess  time.Duration
+}
+
+func (r *row) name() string { return r.fault.Name + " [" + r.config + "]" }
+
+func (r *row) failed() bool {
+	return r.overlaps > 0 || r.broken > 0 || r.tokensBad > 0 || r.stalls > 0
+}
+
+func main() {
+	profile := flag.String("profile", "short", "short (>= 60 rounds, < 5 min) or long (>= 1,000 rounds)")
+	rounds := flag.Int("rounds", 0, "rounds of each fault in each configuration (default: the profile's)")
+	only := flag.String("faults", "", "comma-separated fault names to run (default: all)")
+	mixed := flag.Bool("mixed", false, "also run the mixed group: baton sidecars and client-go LeaderElectors on one Lease")
+	flag.Parse()
+	os.Exit(run(*profile, *rounds, *only, *mixed))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "chaos %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+func run(profile string, rounds int, only string, mixed bool) int {
+	factor := 1
+	limit := 8 * time.Minute
+	switch profile {
+	case "short":
+	case "long":
+		factor, limit = longFactor, 6*time.Hour
+	default:
+		logf("unknown --profile %q (short or long)", profile)
+		return 2
+	}
+	var want []string
+	if only != "" {
+		want = strings.Split(only, ",")
+		for _, f := range want {
+			if faultNamed(f) == nil {
+				logf("unknown fault %q", f)
+				return 2
+			}
+		}
+	}
+	if err := selfCheck(); err != nil {
+		logf("checker self-check failed: %v", err)
+		return 1
+	}
+
+	h := &harness{log: logf}
+	var err error
+	if h.baton, err = sidecars.BatonBinaryPath(); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if mixed {
+		if h.goelector, err = sidecars.BuildGoElector(); err != nil {
+			logf("%v", err)
+			return 1
+		}
+	}
+	if h.logDir, err = os.MkdirTemp("", "baton-chaos-"); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	cp, stopCP, err := cptest.Acquire(os.Stderr)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	h.cp = cp
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cp.Kubeconfig())
+	if err == nil {
+		h.admin, err = kubernetes.NewForConfig(restCfg)
+	}
+	if err != nil {
+		stopCP()
+		logf("admin client: %v", err)
+		return 1
+	}
+
+	// Everything below ends by itself; these only make an interrupted or
+	// overrunning run end at once. Members die with this process (Pdeathsig)
+	// and so does a control plane it started (owner pid).
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-signals:
+			logf("%v: stopping", s)
+		case <-time.After(limit):
+			logf("the %s profile overran %v: stopping", profile, limit)
+		}
+		stopCP()
+		if h.failed.Load() == 0 {
+			os.RemoveAll(h.logDir)
+		}
+		os.Exit(1)
+	}()
+
+	start := time.Now()
+	var rows []*row
+	for _, cfg := range configs {
+		if cfg.Name == "mixed" && !mixed {
+			continue
+		}
+		var plan []*row
+		for _, p := range shortPlan[cfg.Name] {
+			if len(want) > 0 && !slices.Contains(want, p.fault) {
+				continue
+			}
+			n := p.rounds * factor
+			if rounds > 0 {
+				n = rounds
+			}
+			plan = append(plan, &row{fault: faultNamed(p.fault), config: cfg.Name, rounds: n})
+		}
+		if len(plan) == 0 {
+			continue
+		}
+		if err := runGroup(h, cfg, plan); err != nil {
+			logf("%s: %v", cfg.Name, err)
+			stopCP()
+			return 1
+		}
+		rows = append(rows, plan...)
+	}
+	stopCP()
+	if h.failed.Load() > 0 {
+		logf("member logs and the answers of failed rounds: %s", h.logDir)
+	} else {
+		os.RemoveAll(h.logDir)
+	}
+	total := 0
+	for _, r := range rows {
+		total += r.rounds
+	}
+	logf("%d rounds in %v", total, time.Since(start).Round(time.Second))
+	return report(rows)
+}
+
+// runGroup runs plan's rounds in one group, interleaving the faults so that
+// each follows many different others.
+func runGroup(h *harness, cfg groupConfig, plan []*row) error {
+	logf("%s: starting %d baton and %d client-go members (Role: %s)", cfg.Name, cfg.Baton, cfg.ClientGo,
+		strings.Join(cfg.Verbs, ","))
+	g, err := newGroup(h, cfg)
+	if err != nil {
+		return err
+	}
+	defer g.Close()
+	var order []*row
+	left := map[*row]int{}
+	for _, r := range plan {
+		left[r] = r.rounds
+	}
+	for more := true; more; {
+		more = false
+		for _, r := range plan {
+			if left[r] > 0 {
+				order = append(order, r)
+				left[r]--
+				more = true
+			}
+		}
+	}
+	windowStart := Now()
+	for i, r := range order {
+		g.runRound(r, i, windowStart)
+		windowStart = Now()
+	}
+	return nil
+}
+
+// runRound runs one round of r's fault and checks everything recorded
+// since from.
+func (g *group) runRound(r *row, i int, from Instant) {
+	f := r.fault
+	g.ackVia.Store(int32(f.AckVia))
+	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
+		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
+	}
+	g.anon.Store(f.Anon)
+	stall, leaderName := "", "no leader"
+	var fault Instant
+	leader, err := g.waitStable(20 * time.Second)
+	if err == nil {
+		leaderName = "leader " + leader.member.Name
+	}
+	if err == nil && leader.kind == sidecars.ClientGo && !f.ClientGo {
+		err = fmt.Errorf("the leader is a client-go elector; %s needs a baton leader", f.Name)
+	}
+	if err == nil {
+		if f.Anon {
+			time.Sleep(300 * time.Millisecond) // anonymous promises outstanding
+		}
+		if fault, err = f.Inject(g, leader, i); err == nil {
+			_, err = g.waitStable(25 * time.Second)
+		}
+	}
+	if err != nil {
+		stall = err.Error()
+	}
+	g.anon.Store(false)
+	to := Now()
+	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
+	answers, acks := g.rec.Snapshot()
+	res := Check(answers, acks, from, to)
+	g.rec.Prune(to.Add(-horizon))
+
+	var handover time.Duration
+	var handed bool
+	if fault != 0 {
+		if handover, handed = Handover(answers, fault); handed {
+			r.handovers = append(r.handovers, handover)
+		}
+	}
+	r.overlaps += len(res.Overlaps)
+	r.broken += len(res.Broken)
+	for _, o := range res.Overlaps {
+		r.worstOverlap = max(r.worstOverlap, o.Length)
+	}
+	for _, b := range res.Broken {
+		r.worstExcess = max(r.worstExcess, b.Excess)
+	}
+	bad := 0
+	for _, t := range res.Transitions {
+		if t.OK() {
+			r.tokensOK++
+		} else {
+			r.tokensBad++
+			bad++
+		}
+	}
+	if stall != "" {
+		r.stalls++
+	}
+
+	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
+	if handed {
+		line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
+	}
+	rate := sampleRate(answers, from, to)
+	r.rates = append(r.rates, rate)
+	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
+	if len(res.Overlaps)+len(res.Broken)+bad == 0 && stall == "" {
+		logf("%s, ok", line)
+		return
+	}
+	if g.h.failed.Add(1) <= maxDumps {
+		dump := filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name))
+		if err := dumpRound(dump, answers, acks, fault); err != nil {
+			logf("  writing %s: %v", dump, err)
+		}
+		line += " (answers in " + dump + ")"
+	}
+	logf("%s, FAILED", line)
+	if stall != "" {
+		logf("  no recovery: %s", stall)
+	}
+	for k, o := range res.Overlaps {
+		if k == 3 {
+			logf("  … %d overlaps in all", len(res.Overlaps))
+			break
+		}
+		logf("  overlap: %s and %s both leader %v after the fault, for %v more", o.A, o.B,
+			o.At.Sub(fault).Round(time.Millisecond), o.Length.Round(time.Millisecond))
+	}
+	if len(res.Broken) > 0 {
+		worst := res.Broken[0]
+		for _, b := range res.Broken {
+			if b.Excess > worst.Excess {
+				worst = b
+			}
+		}
+		logf("  broken promises: %d; worst: %s's %s answer (validFor %v) broken by %s %v before it lapsed",
+			len(res.Broken), worst.Promise.Member, worst.Promise.Surface, worst.Promise.ValidFor,
+			worst.By, worst.Excess.Round(time.Millisecond))
+	}
+	for _, t := range res.Transitions {
+		if !t.OK() {
+			logf("  token order: %s, then %s", t.Prev, t.Next)
+		}
+	}
+}
+
+func countSince(answers []Answer, from Instant) int {
+	n := 0
+	for i := range answers {
+		if answers[i].Recv >= from {
+			n++
+		}
+	}
+	return n
+}
+
+// sampleRate is the median, over every member's polled surfaces, of how
+// often that surface answered in [from, to).
+func sampleRate(answers []Answer, from, to Instant) float64 {
+	type key struct {
+		member  string
+		surface Surface
+	}
+	type span struct {
+		n           int
+		first, last Instant
+	}
+	spans := map[key]*span{}
+	for i := range answers {
+		a := &answers[i]
+		if a.Recv < from || a.Recv >= to || a.Surface == Watch || a.Surface == AnonHTTP {
+			continue
+		}
+		k := key{a.Member, a.Surface}
+		if s := spans[k]; s == nil {
+			spans[k] = &span{1, a.Recv, a.Recv}
+		} else {
+			s.n++
+			s.first, s.last = min(s.first, a.Recv), max(s.last, a.Recv)
+		}
+	}
+	var rates []float64
+	for _, s := range spans {
+		if s.n >= 10 {
+			rates = append(rates, float64(s.n-1)/s.last.Sub(s.first).Seconds())
+		}
+	}
+	if len(rates) == 0 {
+		return 0
+	}
+	sort.Float64s(rates)
+	return rates[len(rates)/2]
+}
+
+// maxDumps is how many failed rounds' answers a run keeps.
+const maxDumps = 10
+
+// dumpRound writes answers and acks as tab-separated lines, times in
+// milliseconds relative to the fault, for reading a failed round.
+func dumpRound(path string, answers []Answer, acks []Ack, fault Instant) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	rel := func(t Instant) string {
+		if t == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.3f", float64(t-fault)/1e6)
+	}
+	fmt.Fprintln(f, "member\tsurface\tclient\tsend_ms\trecv_ms\tleader\tstepping_down\ttoken\trevision\tvalid_for\tvalid_until_ms")
+	for _, a := range answers {
+		fmt.Fprintf(f, "%s\t%s\t%s\t%s\t%s\t%v\t%v\t%d\t%d\t%v\t%s\n", a.Member, a.Surface, a.Client,
+			rel(a.Send), rel(a.Recv), a.IsLeader, a.SteppingDown, a.Token, a.Revision, a.ValidFor, rel(a.ValidUntil))
+	}
+	for _, a := range acks {
+		fmt.Fprintf(f, "%s\tack\t%s\t%s\t-\t%v\t-\t%d\t-\t-\t-\n", a.Member, a.Client, rel(a.At), a.Acknowledged, a.Token)
+	}
+	return f.Close()
+}
+
+// selfCheck makes sure the checker counts what it must before any result
+// of it is trusted: a synthetic pair of overlapping leaders, and a promise
+// broken by the next leader.
+func selfCheck() error {
+	var answers []Answer
+	for t := Instant(0); t < Instant(time.Second); t += Instant(10 * time.Millisecond) {
+		answers = append(answers,
+			Answer{Member: "x", Surface: HTTP, Send: t, Recv: t + 1, IsLeader: true, Token: 1,
+				ValidFor: 2 * time.Second, ValidUntil: t.Add(2 * time.Second)},
+			Answer{Member: "y", Surface: Health, Send: t + 2, Recv: t + 3, IsLeader: t > Instant(500*time.Millisecond)})
+	}
+	r := Check(answers, nil, 0, Instant(time.Hour))
+	if len(r.Overlaps) != 1 || len(r.Broken) == 0 {
+		return fmt.Errorf("synthetic overlap: %d overlaps (want 1), %d broken promises (want > 0)",
+			len(r.Overlaps), len(r.Broken))
+	}
+	return nil
+}
+
+// report prints the table and the final line; it returns the exit code.
+func report(rows []*row) int {
+	w := os.Stdout
+	lowest := 0.0
+	for i, r := range rows {
+		for j, rate := range r.rates {
+			if (i == 0 && j == 0) || rate < lowest {
+				lowest = rate
+			}
+		}
+	}
+	fmt.Fprintf(w, "\nlease %v, renew deadline %v, retry period %v; every surface asked every %v (lowest round median: %.0f Hz)\n",
+		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, samplePeriod, lowest)
+	fmt.Fprintf(w, "%-30s %6s %8s %8s %10s %9s %9s %9s %6s\n", "fault [config]", "rounds", "overlaps",
+		"broken", "tokens", "hand p50", "hand p99", "hand max", "stalls")
+	passed, failed := 0, 0
+	for _, r := range rows {
+		p50, p99, pmax := "-", "-", "-"
+		if len(r.handovers) > 0 {
+			p50, p99, pmax = roundMs(pct(r.handovers, 50)), roundMs(pct(r.handovers, 99)), roundMs(pct(r.handovers, 100))
+		}
+		verdict := "ok"
+		if r.failed() {
+			verdict = "FAIL"
+			failed++
+		} else {
+			passed++
+		}
+		fmt.Fprintf(w, "%-30s %6d %8d %8d %10s %9s %9s %9s %6d  %s\n", r.name(), r.rounds, r.overlaps,
+			r.broken, fmt.Sprintf("%d/%d", r.tokensOK, r.tokensBad), p50, p99, pmax, r.stalls, verdict)
+	}
+	fmt.Fprintln(w, "tokens: term changes with token (and revision) increasing / not; hand: fault to the next leader's first answer")
+	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+func roundMs(d time.Duration) string { return d.Round(time.Millisecond).String() }
+
+// pct is the p-th percentile (nearest rank) of ds.
+func pct(ds []time.Duration, p int) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (p*len(s)+99)/100 - 1
+	return s[max(i, 0)]
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+)
+
+// echoThroughProxy starts an echo server behind a Proxy and returns the
+// proxy and a connection through it.
+func echoThroughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 1024)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					c.Write(buf[:n])
+				}
+			}()
+		}
+	}()
+	p, err := NewProxy(ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	c, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return p, c, bufio.NewReader(c)
+}
+
+// roundTrip sends a line and waits (at most wait) for its echo; it returns
+// how long that took, or false.
+func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, wait time.Duration) (time.Duration, bool) {
+	t.Helper()
+	start := time.Now()
+	if _, err := c.Write([]byte("ping\n")); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(start.Add(wait))
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return 0, false
+	}
+	if line != "ping\n" {
+		t.Fatalf("echo %q", line)
+	}
+	return time.Since(start), true
+}
+
+func TestProxyForwards(t *testing.T) {
+	_, c, r := echoThroughProxy(t)
+	if _, ok := roundTrip(t, c, r, time.Second); !ok {
+		t.Fatal("no echo through the proxy")
+	}
+}
+
+func TestBlackHoleHoldsBytesAndKeepsTheConnection(t *testing.T) {
+	p, c, r := echoThroughProxy(t)
+	roundTrip(t, c, r, time.Second)
+	p.BlackHole()
+	if _, ok := roundTrip(t, c, r, 200*time.Millisecond); ok {
+		t.Fatal("an echo came through the black hole")
+	}
+	p.Forward()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("after healing: %q %v; want the held echo on the same connection", line, err)
+	}
+}
+
+func TestDelayAddsLatencyEachWay(t *testing.T) {
+	p, c, r := echoThroughProxy(t)
+	p.Delay(100 * time.Millisecond)
+	took, ok := roundTrip(t, c, r, 2*time.Second)
+	if !ok || took < 200*time.Millisecond {
+		t.Errorf("round trip %v %v with 100ms each way, want >= 200ms", took, ok)
+	}
+	p.Forward()
+	if took, ok := roundTrip(t, c, r, time.Second); !ok || took > 100*time.Millisecond {
+		t.Errorf("round trip %v %v after Forward", took, ok)
+	}
+}
