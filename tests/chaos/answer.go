@@ -66,15 +66,22 @@ type Answer struct {
 }
 
 // exact says whether the answer tells its own production time: a baton
-// leader answer carrying validUntilBoottime was produced at exactly
+// leader answer carrying validUntilBoottime was evaluated at exactly
 // ValidUntil - ValidFor.
 func (a *Answer) exact() bool { return a.IsLeader && a.ValidUntil > 0 && a.Surface.promises() }
 
 // Window is when the answer was produced, as tightly as is known: one
-// instant for an exact answer, else [Send, Recv].
+// instant for an exact answer, else [Send, Recv]. An exact answer is dated
+// by its evaluation instant, except that it cannot have been produced after
+// it was received: the HTTP server evaluates a cached body at the end of the
+// window it serves it in (understating validFor), so that instant may lie
+// after the receipt.
 func (a *Answer) Window() (lo, hi Instant) {
 	if a.exact() {
 		t := a.ValidUntil.Add(-a.ValidFor)
+		if t > a.Recv {
+			t = a.Recv
+		}
 		return t, t
 	}
 	return a.Send, a.Recv

@@ -259,7 +259,11 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
 	}
-	g.anon.Store(f.Anon)
+	if g.anon.Swap(f.Anon) && !f.Anon {
+		// The last round's anonymous promises run for up to a renew deadline;
+		// a handover measured now would wait for them, as it must.
+		time.Sleep(sidecars.RenewDeadline)
+	}
 	stall, leaderName := "", "no leader"
 	var fault Instant
 	leader, err := g.waitStable(20 * time.Second)
@@ -323,6 +327,9 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	r.rates = append(r.rates, rate)
 	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
 	if len(res.Overlaps)+len(res.Broken)+bad == 0 && stall == "" {
+		if os.Getenv("BATON_CHAOS_DUMP_ALL") != "" {
+			_ = dumpRound(filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name)), answers, acks, fault)
+		}
 		logf("%s, ok", line)
 		return
 	}
