@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "google/protobuf/util/time_util.h"
@@ -28,8 +29,10 @@ using testing::Leading;
 // can wait for the next message with a timeout.
 class WatchClient {
  public:
-  WatchClient(v1::LeaderElection::Stub* stub, absl::Duration heartbeat = absl::ZeroDuration()) {
+  WatchClient(v1::LeaderElection::Stub* stub, absl::Duration heartbeat = absl::ZeroDuration(),
+              const std::string& client_id = "") {
     v1::WatchLeadershipRequest request;
+    request.set_client_id(client_id);
     if (heartbeat > absl::ZeroDuration()) {
       *request.mutable_heartbeat_interval() =
           google::protobuf::util::TimeUtil::NanosecondsToDuration(
@@ -143,11 +146,36 @@ class GrpcServerTest : public ::testing::Test {
 
   void SetUp() override { StartServer(); }
 
-  v1::Leadership GetLeadership() {
+  v1::Leadership GetLeadership(const std::string& client_id = "") {
     grpc::ClientContext context;
+    v1::GetLeadershipRequest request;
+    request.set_client_id(client_id);
     v1::Leadership response;
-    EXPECT_TRUE(stub_->GetLeadership(&context, v1::GetLeadershipRequest(), &response).ok());
+    EXPECT_TRUE(stub_->GetLeadership(&context, request, &response).ok());
     return response;
+  }
+
+  grpc::Status Acknowledge(const std::string& client_id, int32_t token,
+                           bool* acknowledged = nullptr) {
+    grpc::ClientContext context;
+    v1::AcknowledgeStepDownRequest request;
+    request.set_client_id(client_id);
+    request.set_fencing_token(token);
+    v1::AcknowledgeStepDownResponse response;
+    grpc::Status status = stub_->AcknowledgeStepDown(&context, request, &response);
+    if (acknowledged != nullptr) *acknowledged = response.acknowledged();
+    return status;
+  }
+
+  // Leading with `token` for 10s; returns the snapshot's leader_until.
+  MonoTime Lead(int64_t token) {
+    const Leadership l = Leading(env_.clock, token, absl::Seconds(10));
+    env_.publisher.Publish(l);
+    return l.leader_until;
+  }
+
+  std::optional<MonoTime> Outstanding(int64_t token) {
+    return env_.publisher.OutstandingUntil(token, env_.clock.Monotonic());
   }
 
   // Polls the health service until `service` reports `want` (or 5s pass).
@@ -175,6 +203,97 @@ TEST_F(GrpcServerTest, GetLeadershipAnswersFromTheSnapshotAtCallTime) {
   EXPECT_EQ(l.valid_for().seconds(), 10);
   env_.clock.Advance(absl::Seconds(10));
   EXPECT_FALSE(GetLeadership().is_leader());
+}
+
+TEST_F(GrpcServerTest, GetLeadershipToANamedClientIsAPromiseItCanAcknowledge) {
+  const MonoTime until = Lead(8);
+  const v1::Leadership l = GetLeadership("app-1");
+  ASSERT_TRUE(l.is_leader());
+  EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(l.valid_until_boottime()),
+            absl::ToInt64Nanoseconds(until.SinceOrigin()));
+  EXPECT_EQ(Outstanding(8), until);
+  bool acknowledged = false;
+  ASSERT_TRUE(Acknowledge("app-1", 8, &acknowledged).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_FALSE(Outstanding(8));
+  ASSERT_TRUE(Acknowledge("app-1", 8, &acknowledged).ok());
+  EXPECT_FALSE(acknowledged);
+}
+
+TEST_F(GrpcServerTest, AcknowledgeGoesThroughTheHookWhenSet) {
+  std::string seen;
+  env_.context.hooks.acknowledge = [&](std::string_view client_id, int64_t token) {
+    seen = absl::StrCat(absl::string_view(client_id.data(), client_id.size()), "@", token);
+    return true;
+  };
+  bool acknowledged = false;
+  ASSERT_TRUE(Acknowledge("app-1", 3, &acknowledged).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_EQ(seen, "app-1@3");
+}
+
+TEST_F(GrpcServerTest, MalformedClientIdsAreInvalidArgument) {
+  Lead(8);
+  for (const std::string& id : {std::string(65, 'a'), std::string("a b"), std::string("a/b")}) {
+    grpc::ClientContext context;
+    v1::GetLeadershipRequest request;
+    request.set_client_id(id);
+    v1::Leadership response;
+    EXPECT_EQ(stub_->GetLeadership(&context, request, &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT)
+        << id;
+    EXPECT_EQ(Acknowledge(id, 8).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+    WatchClient watch(stub_.get(), absl::ZeroDuration(), id);
+    std::optional<grpc::Status> status = watch.Status();
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+    EXPECT_FALSE(watch.Next(absl::ZeroDuration()));
+  }
+  // Acknowledging needs a name.
+  EXPECT_EQ(Acknowledge("", 8).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(Outstanding(8));
+}
+
+TEST_F(GrpcServerTest, EveryLeaderWatchMessageIsAPromiseToTheStreamsClient) {
+  const MonoTime until = Lead(5);
+  WatchClient watch(stub_.get(), absl::Milliseconds(100), "app-1");
+  ASSERT_TRUE(watch.Next()->leadership().is_leader());
+  EXPECT_EQ(Outstanding(5), until);
+  bool acknowledged = false;
+  ASSERT_TRUE(Acknowledge("app-1", 5, &acknowledged).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_FALSE(Outstanding(5));
+  // The next heartbeat says leader again, so it promises again.
+  std::optional<v1::WatchLeadershipResponse> m = watch.Next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->event(), v1::WatchLeadershipResponse::EVENT_HEARTBEAT);
+  EXPECT_TRUE(m->leadership().is_leader());
+  EXPECT_EQ(Outstanding(5), until);
+}
+
+TEST_F(GrpcServerTest, WatchMessagesAfterStepDownSayNotLeader) {
+  Lead(5);
+  WatchClient watch(stub_.get(), absl::Milliseconds(20), "app-1");
+  ASSERT_TRUE(watch.Next()->leadership().is_leader());
+  env_.publisher.StepDown();
+  ASSERT_TRUE(Acknowledge("app-1", 5).ok());
+  // Whatever was already on its way, every message built after the
+  // step-down (the change, then heartbeats) says not leader, and none of
+  // them promises anything.
+  bool stepped_down = false;
+  for (int i = 0; i < 10; ++i) {
+    std::optional<v1::WatchLeadershipResponse> m = watch.Next();
+    ASSERT_TRUE(m);
+    if (stepped_down) {
+      EXPECT_FALSE(m->leadership().is_leader());
+    }
+    if (m->leadership().stepping_down()) {
+      EXPECT_FALSE(m->leadership().is_leader());
+      stepped_down = true;
+    }
+  }
+  EXPECT_TRUE(stepped_down);
+  EXPECT_FALSE(Outstanding(5));
 }
 
 TEST_F(GrpcServerTest, WatchSendsTheCurrentStateAtOnce) {

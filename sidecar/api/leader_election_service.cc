@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -23,6 +24,12 @@ constexpr size_t kMinParallelWrites = 64;
 constexpr char kGetLeadership[] = "GetLeadership";
 constexpr char kWatchLeadership[] = "WatchLeadership";
 constexpr char kResign[] = "Resign";
+constexpr char kAcknowledgeStepDown[] = "AcknowledgeStepDown";
+
+// OK for an anonymous reader (empty) or a well-formed name.
+absl::Status ValidateOptionalClientId(std::string_view client_id) {
+  return client_id.empty() ? absl::OkStatus() : ValidateClientId(client_id);
+}
 
 SteadyDuration ToSteady(absl::Duration d) {
   return std::chrono::duration_cast<SteadyDuration>(absl::ToChronoNanoseconds(d));
@@ -39,19 +46,81 @@ struct WatchKey {
   bool is_leader = false;
   bool stepping_down = false;
   bool observed = false;
-  int32_t fencing_token = 0;
+  int64_t fencing_token = 0;
   std::string holder_identity;
   std::string lease_uid;
 
-  explicit WatchKey(const v1::Leadership& l)
-      : is_leader(l.is_leader()),
-        stepping_down(l.stepping_down()),
-        observed(l.observed()),
-        fencing_token(l.fencing_token()),
-        holder_identity(l.holder_identity()),
-        lease_uid(l.lease_uid()) {}
+  WatchKey(const Leadership& l, MonoTime now)
+      : is_leader(l.IsLeader(now)),
+        stepping_down(l.stepping_down),
+        observed(l.observed),
+        fencing_token(l.fencing_token),
+        holder_identity(l.holder_identity),
+        lease_uid(l.lease_uid) {}
   WatchKey() = default;
   friend bool operator==(const WatchKey&, const WatchKey&) = default;
+};
+
+// A watch message built from LeadershipPublisher::Answer, and what it says.
+struct Answered {
+  Message message;
+  WatchKey key;
+};
+
+Message BuildMessage(const Leadership& snapshot, MonoTime now, Response::Event event) {
+  auto message = std::make_shared<Response>();
+  message->set_event(event);
+  LeadershipToProto(snapshot, now, message->mutable_leadership());
+  return message;
+}
+
+// What a watcher would be told now, without promising anything: decides
+// whether a stream is owed a message at all.
+WatchKey Probe(const ApiContext& context, MonoTime now) {
+  return WatchKey(context.publisher->Current().leadership, now);
+}
+
+// The message for one watcher, from the snapshot LeadershipPublisher::Answer
+// gives `client_id` now: a leader message is a promise on the ledger.
+Answered AnswerWatcher(const ApiContext& context, std::string_view client_id,
+                       Response::Event event) {
+  const MonoTime now = context.clock->Monotonic();
+  const Leadership snapshot = context.publisher->Answer(client_id, now).leadership;
+  return Answered{BuildMessage(snapshot, now, event), WatchKey(snapshot, now)};
+}
+
+// The messages of one Refresh, all evaluated at the same instant: each owed
+// stream gets its own Answer (it names that stream's reader), but streams
+// answered from the same snapshot version with the same event share one
+// message. Used by one thread.
+class RefreshMessages {
+ public:
+  RefreshMessages(const ApiContext* context, MonoTime now) : context_(context), now_(now) {}
+
+  // The snapshot answered to `client_id`, and what it says.
+  std::pair<LeadershipPublisher::Versioned, WatchKey> Answer(std::string_view client_id) const {
+    LeadershipPublisher::Versioned answered = context_->publisher->Answer(client_id, now_);
+    WatchKey key(answered.leadership, now_);
+    return {std::move(answered), std::move(key)};
+  }
+
+  Message Get(const LeadershipPublisher::Versioned& answered, Response::Event event) {
+    for (const Built& b : built_) {
+      if (b.version == answered.version && b.event == event) return b.message;
+    }
+    built_.push_back({answered.version, event, BuildMessage(answered.leadership, now_, event)});
+    return built_.back().message;
+  }
+
+ private:
+  struct Built {
+    uint64_t version;
+    Response::Event event;
+    Message message;
+  };
+  const ApiContext* const context_;
+  const MonoTime now_;
+  std::vector<Built> built_;
 };
 
 }  // namespace
@@ -62,8 +131,9 @@ struct WatchKey {
 // safely touch the reactor without any lock of the service.
 class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReactor<Response> {
  public:
-  WatchReactor(LeaderElectionService* service, absl::Duration heartbeat)
+  WatchReactor(LeaderElectionService* service, std::string client_id, absl::Duration heartbeat)
       : service_(service),
+        client_id_(std::move(client_id)),
         heartbeat_(ToSteady(heartbeat)),
         slack_(ToSteady(service->options_.min_heartbeat_interval / 2)) {}
 
@@ -77,29 +147,31 @@ class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReacto
     Finish(status);
   }
 
+  // The reader this stream's promises are given to (empty: anonymous).
+  const std::string& client_id() const { return client_id_; }
+
   // Sends the first message. Called once, after Register succeeded.
-  void Begin(Message initial) {
+  void Begin() {
     registered_ = true;
-    const Response* message = initial.get();
+    Answered initial = AnswerWatcher(*service_->context_, client_id_, Response::EVENT_INITIAL);
+    const Response* message = initial.message.get();
     {
       absl::MutexLock lock(&mu_);
-      last_key_ = WatchKey(initial->leadership());
+      last_key_ = std::move(initial.key);
       last_send_ = std::chrono::steady_clock::now();
-      in_flight_ = std::move(initial);
+      in_flight_ = std::move(initial.message);
     }
     StartWrite(message);
   }
 
-  // Decides what this stream is owed given the state `changed` (and the same
-  // state as a heartbeat); lowers *next_due to when its next heartbeat is due.
-  // Returns true if a write was prepared: the caller must then call
-  // StartPrepared() without holding the service's lock.
-  bool Prepare(const Message& changed, const Message& heartbeat, SteadyTime now,
-               SteadyTime* next_due) {
+  // Decides whether this stream is owed a message, given what it would be
+  // told now (`probe`); lowers *next_due to when its next heartbeat is due.
+  // Returns true if it is: the stream is then reserved for the caller, who
+  // must call EventFor and StartPrepared, without holding the service's lock.
+  bool Prepare(const WatchKey& probe, SteadyTime now, SteadyTime* next_due) {
     absl::MutexLock lock(&mu_);
     if (state_ != State::kOpen) return false;
-    const WatchKey key(changed->leadership());
-    const bool differs = !(key == last_key_);
+    const bool differs = !(probe == last_key_);
     const bool heartbeats = heartbeat_ > SteadyDuration::zero();
     if (writing_) {
       if (differs) stale_ = true;
@@ -107,27 +179,29 @@ class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReacto
       if (heartbeats) *next_due = std::min(*next_due, std::max(HeartbeatDue(), now + slack_));
       return false;
     }
-    Message message;
-    if (differs) {
-      message = changed;
-    } else if (heartbeats && now >= HeartbeatDue()) {
-      message = heartbeat;
-    }
-    if (message) {
-      in_flight_ = std::move(message);
+    if (differs || (heartbeats && now >= HeartbeatDue())) {
       writing_ = true;
-      last_key_ = key;
+      owes_change_ = differs;
       last_send_ = now;
     }
     if (heartbeats) *next_due = std::min(*next_due, HeartbeatDue());
     return writing_;
   }
 
-  void StartPrepared() {
-    const Response* message;
+  // For a stream Prepare reserved: the event of a message that says `key`.
+  Response::Event EventFor(const WatchKey& key) {
+    absl::MutexLock lock(&mu_);
+    return owes_change_ || !(key == last_key_) ? Response::EVENT_CHANGED
+                                               : Response::EVENT_HEARTBEAT;
+  }
+
+  // For a stream Prepare reserved: sends `answered`.
+  void StartPrepared(Answered answered) {
+    const Response* message = answered.message.get();
     {
       absl::MutexLock lock(&mu_);
-      message = in_flight_.get();
+      last_key_ = std::move(answered.key);
+      in_flight_ = std::move(answered.message);
     }
     StartWrite(message);
   }
@@ -162,13 +236,13 @@ class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReacto
       if (!ok) Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
       if (state_ != State::kClosing && stale_) {
         stale_ = false;
-        Message current = service_->Evaluate(Response::EVENT_CHANGED);
-        WatchKey key(current->leadership());
-        if (!(key == last_key_)) {
-          next = std::move(current);
+        const ApiContext& context = *service_->context_;
+        if (!(Probe(context, context.clock->Monotonic()) == last_key_)) {
+          Answered current = AnswerWatcher(context, client_id_, Response::EVENT_CHANGED);
+          next = std::move(current.message);
           in_flight_ = next;
           writing_ = true;
-          last_key_ = std::move(key);
+          last_key_ = std::move(current.key);
           last_send_ = std::chrono::steady_clock::now();
         }
       }
@@ -224,6 +298,7 @@ class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReacto
   }
 
   LeaderElectionService* const service_;
+  const std::string client_id_;
   const SteadyDuration heartbeat_;  // zero: no heartbeats
   const SteadyDuration slack_;
 
@@ -234,6 +309,8 @@ class LeaderElectionService::WatchReactor final : public grpc::ServerWriteReacto
   Message in_flight_ ABSL_GUARDED_BY(mu_);
   // The state changed while a write was outstanding; re-evaluate after it.
   bool stale_ ABSL_GUARDED_BY(mu_) = false;
+  // Prepare reserved the stream because the state changed (not a heartbeat).
+  bool owes_change_ ABSL_GUARDED_BY(mu_) = false;
   WatchKey last_key_ ABSL_GUARDED_BY(mu_);
   SteadyTime last_send_ ABSL_GUARDED_BY(mu_);
   bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
@@ -250,13 +327,18 @@ LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions option
 
 LeaderElectionService::~LeaderElectionService() = default;
 
-grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(grpc::CallbackServerContext* context,
-                                                               const v1::GetLeadershipRequest*,
-                                                               v1::Leadership* response) {
-  LeadershipToProto(context_->publisher->Current().leadership, *context_->clock, response);
-  context_->metrics->ObserveGrpcRequest(kGetLeadership, grpc::StatusCode::OK);
+grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(
+    grpc::CallbackServerContext* context, const v1::GetLeadershipRequest* request,
+    v1::Leadership* response) {
+  grpc::Status status = ToGrpcStatus(ValidateOptionalClientId(request->client_id()));
+  if (status.ok()) {
+    const MonoTime now = context_->clock->Monotonic();
+    LeadershipToProto(context_->publisher->Answer(request->client_id(), now).leadership, now,
+                      response);
+  }
+  context_->metrics->ObserveGrpcRequest(kGetLeadership, status.error_code());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(status);
   return reactor;
 }
 
@@ -270,12 +352,14 @@ grpc::ServerWriteReactor<Response>* LeaderElectionService::WatchLeadership(
       heartbeat = std::max(requested, options_.min_heartbeat_interval);
     }
   }
-  auto* reactor = new WatchReactor(this, heartbeat);
-  if (grpc::Status refused = Register(reactor); !refused.ok()) {
+  auto* reactor = new WatchReactor(this, request->client_id(), heartbeat);
+  grpc::Status refused = ToGrpcStatus(ValidateOptionalClientId(request->client_id()));
+  if (refused.ok()) refused = Register(reactor);
+  if (!refused.ok()) {
     reactor->Refuse(refused);
     return reactor;
   }
-  reactor->Begin(Evaluate(Response::EVENT_INITIAL));
+  reactor->Begin();
   return reactor;
 }
 
@@ -289,9 +373,14 @@ grpc::ServerUnaryReactor* LeaderElectionService::Resign(grpc::CallbackServerCont
   } else {
     response->set_was_leader(
         context_->publisher->Current().leadership.IsLeader(context_->clock->Monotonic()));
+    // The hook only begins the step-down (ApiHooks::resign): nothing here
+    // waits for the release.
     status = ToGrpcStatus(context_->hooks.resign());
     if (status.ok()) {
-      LeadershipToProto(context_->publisher->Current().leadership, *context_->clock,
+      // Built like any other answer: should the hook have left it leading,
+      // the promise is on the ledger.
+      const MonoTime now = context_->clock->Monotonic();
+      LeadershipToProto(context_->publisher->Answer("", now).leadership, now,
                         response->mutable_leadership());
     }
   }
@@ -300,32 +389,47 @@ grpc::ServerUnaryReactor* LeaderElectionService::Resign(grpc::CallbackServerCont
   return reactor;
 }
 
-Message LeaderElectionService::Evaluate(Response::Event event) const {
-  auto message = std::make_shared<Response>();
-  message->set_event(event);
-  LeadershipToProto(context_->publisher->Current().leadership, *context_->clock,
-                    message->mutable_leadership());
-  return message;
+grpc::ServerUnaryReactor* LeaderElectionService::AcknowledgeStepDown(
+    grpc::CallbackServerContext* context, const v1::AcknowledgeStepDownRequest* request,
+    v1::AcknowledgeStepDownResponse* response) {
+  grpc::Status status = ToGrpcStatus(request->client_id().empty()
+                                         ? absl::InvalidArgumentError("client_id is required")
+                                         : ValidateClientId(request->client_id()));
+  if (status.ok()) {
+    response->set_acknowledged(
+        baton::AcknowledgeStepDown(*context_, request->client_id(), request->fencing_token()));
+  }
+  context_->metrics->ObserveGrpcRequest(kAcknowledgeStepDown, status.error_code());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
 }
 
 absl::Duration LeaderElectionService::Refresh() {
-  const Message changed = Evaluate(Response::EVENT_CHANGED);
-  auto heartbeat = std::make_shared<Response>(*changed);
-  heartbeat->set_event(Response::EVENT_HEARTBEAT);
-  const Message heartbeat_message = std::move(heartbeat);
-
+  const MonoTime mono_now = context_->clock->Monotonic();
+  const WatchKey probe = Probe(*context_, mono_now);
   const SteadyTime now = std::chrono::steady_clock::now();
   SteadyTime next_due = SteadyTime::max();
-  std::vector<WatchReactor*> to_start;
+  std::vector<WatchReactor*> owed;
   {
     absl::MutexLock lock(&mu_);
     for (WatchReactor* reactor : watchers_) {
-      if (reactor->Prepare(changed, heartbeat_message, now, &next_due)) to_start.push_back(reactor);
+      if (reactor->Prepare(probe, now, &next_due)) owed.push_back(reactor);
     }
+  }
+  // Only the streams actually owed a message are answered (and so promised):
+  // a promise nobody received would only delay a release.
+  RefreshMessages messages(context_, mono_now);
+  std::vector<Answered> answers;
+  answers.reserve(owed.size());
+  for (WatchReactor* reactor : owed) {
+    auto [answered, key] = messages.Answer(reactor->client_id());
+    Message message = messages.Get(answered, reactor->EventFor(key));
+    answers.push_back(Answered{std::move(message), std::move(key)});
   }
   // Outside the lock: a write may complete, and even finish the stream,
   // inline on the thread that starts it.
-  fanout_.Run(to_start.size(), [&](size_t i) { to_start[i]->StartPrepared(); });
+  fanout_.Run(owed.size(), [&](size_t i) { owed[i]->StartPrepared(std::move(answers[i])); });
 
   if (next_due == SteadyTime::max()) return absl::InfiniteDuration();
   return std::max(absl::FromChrono(next_due - now), absl::ZeroDuration());

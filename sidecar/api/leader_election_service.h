@@ -1,11 +1,18 @@
 // LeaderElectionService: the baton.v1.LeaderElection gRPC service
-// (GetLeadership, WatchLeadership, Resign) on grpc++'s callback API, so a
-// thousand open WatchLeadership streams cost a thousand small objects, not a
-// thousand threads.
+// (GetLeadership, WatchLeadership, Resign, AcknowledgeStepDown) on grpc++'s
+// callback API, so a thousand open WatchLeadership streams cost a thousand
+// small objects, not a thousand threads.
+//
+// Every message that may say leader (a GetLeadership answer, each watch
+// message: initial, changed or heartbeat) is built, at the moment it is
+// built, from the snapshot LeadershipPublisher::Answer returns for the
+// request's client_id, so its promise is on the ledger before it is sent and
+// a step-down that began earlier is never contradicted. A malformed
+// client_id (not 1-64 chars of [A-Za-z0-9._-]) is INVALID_ARGUMENT.
 //
 // Watch streams are driven from outside: the owner (GrpcServer) calls
 // Refresh() whenever the published snapshot changes and periodically. Refresh
-// evaluates the current state once, at that moment, and sends it to every
+// looks at the current state once, at that moment, and sends it to every
 // stream whose last message differs in holder, fencing token, is_leader,
 // stepping_down, observed or Lease uid, plus a heartbeat to streams whose
 // interval is due. It never waits for a client: a stream still writing is
@@ -17,6 +24,9 @@
 // new snapshot). Streams see that because (a) the election loop publishes a
 // non-holding snapshot when it happens, and (b) as a backstop GrpcServer also
 // calls Refresh() at the moment the current snapshot's guarantee runs out.
+//
+// Resign calls ApiHooks::resign, which only begins the step-down: the handler
+// never waits for the release.
 #ifndef BATON_SIDECAR_API_LEADER_ELECTION_SERVICE_H_
 #define BATON_SIDECAR_API_LEADER_ELECTION_SERVICE_H_
 
@@ -60,6 +70,9 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
   grpc::ServerUnaryReactor* Resign(grpc::CallbackServerContext* context,
                                    const v1::ResignRequest* request,
                                    v1::ResignResponse* response) override;
+  grpc::ServerUnaryReactor* AcknowledgeStepDown(grpc::CallbackServerContext* context,
+                                                const v1::AcknowledgeStepDownRequest* request,
+                                                v1::AcknowledgeStepDownResponse* response) override;
 
   // Sends every stream what it is owed now (see the file comment). Returns how
   // long until the next heartbeat may be due (InfiniteDuration if no stream
@@ -78,9 +91,6 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
  private:
   class WatchReactor;
 
-  // Builds the WatchLeadershipResponse for the current snapshot, now.
-  std::shared_ptr<const v1::WatchLeadershipResponse> Evaluate(
-      v1::WatchLeadershipResponse::Event event) const;
   // Admits a new stream unless at the limit or shutting down; the status
   // to refuse it with otherwise.
   grpc::Status Register(WatchReactor* reactor);
