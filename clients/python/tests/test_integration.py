@@ -223,7 +223,6 @@ def test_sigterm_handover_carries_revisions_and_keeps_a_pollers_promises(settled
     with Client(leader["grpc"], **FAST) as c:
         before = c.leadership()
     now = boottime()
-    assert before.fencing_revision > 0
     assert now < before.valid_until <= now + fx["renewDeadline"]
     stop = threading.Event()
     promised: "queue.Queue" = queue.Queue()
@@ -247,10 +246,11 @@ def test_sigterm_handover_carries_revisions_and_keeps_a_pollers_promises(settled
                 break
         stop.set()
         last = promised.get(timeout=5)
-        assert state.fencing_token > before.fencing_token
-        assert state.fencing_revision > before.fencing_revision
         # The poller never acknowledged: its last promise had to lapse first.
         assert seen >= last, f"successor led {last - seen:.3f}s before a promise lapsed"
+        assert state.fencing_token > before.fencing_token
+        assert before.fencing_revision > 0
+        assert state.fencing_revision > before.fencing_revision
     finally:
         stop.set()
         for _, c in followers:
@@ -286,11 +286,11 @@ def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
         send(fx["sidecars"][li], signal.SIGTERM)
         j, term, at = started.get(timeout=10)
         assert j != li
-        assert term.fencing_token > first.fencing_token
-        assert term.fencing_revision > first.fencing_revision
         assert returned.get(first.fencing_token, float("inf")) <= at, \
             "the new work started before the old one returned"
         assert at - sent < fx["renewDeadline"] / 2, f"handover took {at - sent:.3f}s"
+        assert term.fencing_token > first.fencing_token
+        assert term.fencing_revision > first.fencing_revision
     finally:
         stop.set()
         for r in runners:
