@@ -84,7 +84,8 @@ class SidecarsTest : public testing::Test {
     Settle();
   }
 
-  // Waits until every sidecar runs and answers and exactly one leads.
+  // Waits until every sidecar runs, has read the Lease and answers, and
+  // exactly one leads.
   void Settle() {
     const auto deadline = steady_clock::now() + std::chrono::seconds(20);
     std::string last;
@@ -94,7 +95,7 @@ class SidecarsTest : public testing::Test {
       bool all = true;
       for (size_t i = 0; i < fx_.sidecars.size() && all; ++i) {
         absl::StatusOr<Leadership> l = Connect(fx_.sidecars[i])->GetLeadership();
-        all = l.ok() && l->identity == fx_.sidecars[i].identity;
+        all = l.ok() && l->identity == fx_.sidecars[i].identity && l->observed;
         if (all && l->is_leader) {
           ++leaders;
           leader_ = static_cast<int>(i);
