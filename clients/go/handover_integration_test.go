@@ -159,3 +159,26 @@ func TestRunWhileLeaderAcknowledgesSoTheHandoverIsFast(t *testing.T) {
 	}
 	t.Logf("SIGTERM -> new leader's work started: %v", handover)
 }
+
+func TestAcknowledgeStepDownGivesBackThisClientsPromisesOnly(t *testing.T) {
+	f, li := settled(t)
+	ctx := context.Background()
+	c := newClient(t, f.Sidecars[li])
+	l, err := c.Leadership(ctx)
+	if err != nil || !l.IsLeader {
+		t.Fatalf("Leadership() = %+v, %v; want the leader", l, err)
+	}
+	if ok, err := c.AcknowledgeStepDown(ctx, l.FencingToken+1); ok || err != nil {
+		t.Errorf("AcknowledgeStepDown(another term) = %v, %v; want false: ignored", ok, err)
+	}
+	if ok, err := c.AcknowledgeStepDown(ctx, l.FencingToken); !ok || err != nil {
+		t.Errorf("AcknowledgeStepDown(%d) = %v, %v; want true: a promise was outstanding", l.FencingToken, ok, err)
+	}
+	if ok, err := c.AcknowledgeStepDown(ctx, l.FencingToken); ok || err != nil {
+		t.Errorf("second AcknowledgeStepDown(%d) = %v, %v; want false: nothing left", l.FencingToken, ok, err)
+	}
+	other := newClient(t, f.Sidecars[li])
+	if ok, err := other.AcknowledgeStepDown(ctx, l.FencingToken); ok || err != nil {
+		t.Errorf("AcknowledgeStepDown by a client never answered = %v, %v; want false", ok, err)
+	}
+}

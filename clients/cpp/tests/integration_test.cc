@@ -245,6 +245,18 @@ TEST_F(SidecarsTest, ClientReconnectsAfterTheSidecarRestarts) {
   EXPECT_EQ(ReadFixture().sidecars[leader_].identity, identity);
 }
 
+TEST_F(SidecarsTest, AcknowledgeStepDownGivesBackThisClientsPromisesOnly) {
+  std::unique_ptr<Client> client = Connect(fx_.sidecars[leader_]);
+  absl::StatusOr<Leadership> l = client->GetLeadership();
+  ASSERT_TRUE(l.ok() && l->is_leader) << l.status();
+  // Another term's acknowledgement is ignored.
+  EXPECT_EQ(client->AcknowledgeStepDown(l->fencing_token + 1).value_or(true), false);
+  EXPECT_EQ(client->AcknowledgeStepDown(l->fencing_token).value_or(false), true);
+  EXPECT_EQ(client->AcknowledgeStepDown(l->fencing_token).value_or(true), false);
+  EXPECT_EQ(Connect(fx_.sidecars[leader_])->AcknowledgeStepDown(l->fencing_token).value_or(true),
+            false);
+}
+
 TEST_F(SidecarsTest, SigtermHandoverCarriesRevisionsAndKeepsAPollersPromises) {
   const Sidecar old = fx_.sidecars[leader_];
   absl::StatusOr<Leadership> before = Connect(old)->GetLeadership();

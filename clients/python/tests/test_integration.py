@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from baton_client import (AsyncClient, Client, HttpClient, NotLeaderError,
+from baton_client import (AsyncClient, BatonError, Client, HttpClient, NotLeaderError,
                           SidecarUnavailableError, boottime)
 from conftest import read_fixture, send, wait_settled
 
@@ -297,3 +297,17 @@ def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
             r.join(10)
         for c in clients:
             c.close()
+
+
+def test_http_acknowledge_step_down_gives_back_this_clients_promises_only(settled):
+    fx, li = settled
+    leader = fx["sidecars"][li]
+    http = HttpClient(leader["http"])
+    token = http.require_leader()
+    assert http.acknowledge_step_down(token + 1) is False  # another term: ignored
+    assert http.acknowledge_step_down(token) is True
+    assert http.acknowledge_step_down(token) is False  # nothing left
+    assert HttpClient(leader["http"]).acknowledge_step_down(token) is False
+    with pytest.raises(BatonError, match="400"):
+        HttpClient(leader["http"], client_id="x")._request(
+            "POST", "/leader/ack", client_id="bad id", fencing_token=token)
