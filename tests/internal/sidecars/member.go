@@ -23,7 +23,7 @@ import (
 // The short durations every Member runs on, so that expiries and handovers
 // take seconds.
 const (
-	LeaseDuration = 2 * time.Second         // --lease-duration
+	LeaseDuration = 3 * time.Second         // --lease-duration
 	RenewDeadline = 1500 * time.Millisecond // --renew-deadline
 	RetryPeriod   = 250 * time.Millisecond  // --retry-period
 )
