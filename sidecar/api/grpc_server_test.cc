@@ -276,6 +276,19 @@ TEST_F(GrpcServerTest, EveryLeaderWatchMessageIsAPromiseToTheStreamsClient) {
   EXPECT_EQ(Outstanding(5), until);
 }
 
+TEST_F(GrpcServerTest, AStreamThatIsSentNothingIsPromisedNothing) {
+  Lead(5);
+  WatchClient watch(stub_.get(), absl::ZeroDuration(), "app-1");
+  ASSERT_TRUE(watch.Next()->leadership().is_leader());
+  ASSERT_TRUE(Acknowledge("app-1", 5).ok());
+  // Refreshes keep running (every 20ms here), but with no change and no
+  // heartbeat the stream is owed nothing, so nothing new is promised.
+  env_.clock.Advance(absl::Seconds(1));
+  env_.publisher.Publish(Leading(env_.clock, 5, absl::Seconds(10)));  // a renew
+  EXPECT_FALSE(watch.Next(absl::Milliseconds(200)));
+  EXPECT_FALSE(Outstanding(5));
+}
+
 TEST_F(GrpcServerTest, WatchMessagesAfterStepDownSayNotLeader) {
   Lead(5);
   WatchClient watch(stub_.get(), absl::Milliseconds(20), "app-1");

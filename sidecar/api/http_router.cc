@@ -188,8 +188,14 @@ Response HttpRouter::Handle(const Request& request) const {
 }
 
 Response HttpRouter::GetLeaderElectorName(const Request& request) const {
+  // Applications take "name is my own identity" to mean "I lead", so this is
+  // a leader answer too: it names this sidecar only while it leads, and then
+  // (through Answer) as a promise.
+  const MonoTime now = context_->clock->Monotonic();
+  const Leadership l = context_->publisher->Answer("", now).leadership;
+  const bool names_self = l.holder_identity == l.identity;
   boost::json::object body;
-  body["name"] = context_->publisher->Current().leadership.holder_identity;
+  body["name"] = names_self && !l.IsLeader(now) ? "" : l.holder_identity;
   return MakeResponse(http::status::ok, kJson, boost::json::serialize(body) + "\n",
                       request.version());
 }

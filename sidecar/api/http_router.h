@@ -8,7 +8,10 @@
 //
 //   GET  /               {"name":"<holder>"}: the retired leader-elector
 //                        sidecar's answer, for drop-in migration (exactly "/";
-//                        leader-elector answered every path).
+//                        leader-elector answered every path). Names this
+//                        sidecar only while it leads ("" while it holds the
+//                        Lease without leading, e.g. stepping down), as a
+//                        promise like GET /leader's.
 //   GET  /leader         200, proto3 JSON of baton.v1.Leadership. With
 //                        ?client_id=ID a leader answer is a promise to ID
 //                        (LeadershipPublisher::Answer); 400 with a short

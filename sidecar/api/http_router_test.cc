@@ -118,6 +118,16 @@ TEST_F(HttpRouterTest, LeaderJsonCarriesTheRevisionAndTheBoottimeDeadline) {
   EXPECT_EQ(json.at("validFor"), "9.999s");
 }
 
+TEST_F(HttpRouterTest, RootNamesThisSidecarOnlyWhileItLeadsAndPromisesIt) {
+  const MonoTime until = Lead();
+  EXPECT_EQ(Json(Get("/")).at("name"), testing::kSelf);
+  EXPECT_EQ(Outstanding(), until);
+  env_.publisher.StepDown();
+  EXPECT_EQ(Json(Get("/")).at("name"), "");
+  env_.publisher.Publish(Following(env_.clock, kOther, kToken + 1));
+  EXPECT_EQ(Json(Get("/")).at("name"), kOther);
+}
+
 TEST_F(HttpRouterTest, MalformedClientIdsAre400WithAReason) {
   Lead();
   const std::string too_long(65, 'a');
