@@ -76,22 +76,12 @@ func handover(t *testing.T, members []*sidecars.Member, sig syscall.Signal) (tim
 	start := time.Now()
 	leader.Signal(sig)
 	if sig != syscall.SIGKILL {
-		go acknowledgeOnceSteppedDown(leader, before.FencingToken)
+		go leader.AcknowledgeOnceSteppedDown(before.FencingToken)
 	}
 	_, after := sidecars.WaitLeader(t, rest, 10*time.Second)
 	return time.Since(start), leader, before, after
 }
 
-// acknowledgeOnceSteppedDown waits (at most 5s) until m no longer says it
-// leads, then acknowledges term token.
-func acknowledgeOnceSteppedDown(m *sidecars.Member, token int64) {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if s, err := m.State(); err == nil && !s.IsLeader {
-			_ = m.Acknowledge(token)
-			return
-		}
-	}
-}
 
 func TestKillNineFailsOverAfterAboutOneLeaseDuration(t *testing.T) {
 	e := withWatch(t)

@@ -258,6 +258,18 @@ func (m *Member) Acknowledge(token int64) error {
 	return nil
 }
 
+// AcknowledgeOnceSteppedDown is what a cooperating application does on a
+// step-down: it waits (at most 5s) until m no longer says it leads — its
+// leader work would stop there — then acknowledges term token.
+func (m *Member) AcknowledgeOnceSteppedDown(token int64) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if s, err := m.State(); err == nil && !s.IsLeader {
+			_ = m.Acknowledge(token)
+			return
+		}
+	}
+}
+
 func (m *Member) state(path string) (State, error) {
 	var s State
 	resp, err := m.Get(path)
