@@ -123,5 +123,6 @@ type Ack struct {
 	Client       string
 	Token        int32
 	At           Instant // when it was sent: the application had stopped by then
+	Done         Instant // when the sidecar's reply arrived (0: taken as At)
 	Acknowledged bool    // what the sidecar answered; false also on an error
 }

@@ -212,11 +212,20 @@ func Check(answers []Answer, acks []Ack, from, to Instant) Result {
 	}
 
 	// P2.
-	acked := map[ackKey][]Instant{}
+	// An acknowledgement voids every promise of its term to its client that
+	// the sidecar gave before processing it, which is before its reply
+	// arrived (Done): an answer still in flight when the application
+	// acknowledged belongs to a term it has stopped acting on, and the
+	// application ignores it. Such a promise ends when the application
+	// stopped (At), or is void if it was produced after that.
+	acked := map[ackKey][]Ack{}
 	for _, a := range acks {
 		if a.Acknowledged {
+			if a.Done == 0 {
+				a.Done = a.At
+			}
 			k := ackKey{a.Member, a.Client, a.Token}
-			acked[k] = append(acked[k], a.At)
+			acked[k] = append(acked[k], a)
 		}
 	}
 	for i := range answers {
@@ -226,9 +235,9 @@ func Check(answers []Answer, acks []Ack, from, to Instant) Result {
 			continue
 		}
 		if p.Client != "" {
-			for _, at := range acked[ackKey{p.Member, p.Client, p.Token}] {
-				if start <= at && at < until {
-					until = at
+			for _, a := range acked[ackKey{p.Member, p.Client, p.Token}] {
+				if start < a.Done && a.At < until {
+					until = max(start, a.At)
 				}
 			}
 		}

@@ -247,3 +247,28 @@ func TestACachedAnswerEvaluatedAfterItsReceiptIsCoveredByTheNextAcknowledgement(
 			len(r.Broken))
 	}
 }
+
+// A leader answer still in flight when the application acknowledged its term
+// (sent before, received after the acknowledgement was sent) was produced
+// before the sidecar processed the acknowledgement: it is void too.
+func TestAnAnswerInFlightDuringTheAcknowledgementIsVoid(t *testing.T) {
+	inFlight := Answer{Member: "a", Surface: HTTP, Client: "app-a", Send: 999 * ms, Recv: 1003 * ms,
+		IsLeader: true, Token: 1, ValidFor: 1500 * time.Millisecond,
+		ValidUntil: (1001 * ms).Add(1500 * time.Millisecond)}
+	answers := join(leads("a", 0, 990*ms, 1500*time.Millisecond), []Answer{inFlight},
+		follows("a", 1010*ms, 3000*ms), withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1000 * ms, Done: 1002 * ms,
+		Acknowledged: true}
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 0 {
+		t.Errorf("%d broken promises, want 0", len(r.Broken))
+	}
+	// Produced after the sidecar replied to the acknowledgement: a new
+	// promise, which the acknowledgement does not void.
+	late := inFlight
+	late.Send, late.Recv, late.ValidUntil = 1004*ms, 1006*ms, (1005 * ms).Add(1500*time.Millisecond)
+	answers = join(leads("a", 0, 990*ms, 1500*time.Millisecond), []Answer{late},
+		follows("a", 1010*ms, 3000*ms), withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 1 {
+		t.Errorf("%d broken promises, want 1: the later answer was a new promise", len(r.Broken))
+	}
+}

@@ -259,11 +259,7 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
 	}
-	if g.anon.Swap(f.Anon) && !f.Anon {
-		// The last round's anonymous promises run for up to a renew deadline;
-		// a handover measured now would wait for them, as it must.
-		time.Sleep(sidecars.RenewDeadline)
-	}
+	g.anon.Store(f.Anon)
 	stall, leaderName := "", "no leader"
 	var fault Instant
 	leader, err := g.waitStable(20 * time.Second)
@@ -284,7 +280,11 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if err != nil {
 		stall = err.Error()
 	}
-	g.anon.Store(false)
+	if g.anon.Swap(false) {
+		// This round's anonymous promises run for up to a renew deadline
+		// more; the next round's handover would wait for them, as it must.
+		time.Sleep(sidecars.RenewDeadline)
+	}
 	to := Now()
 	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
 	answers, acks := g.rec.Snapshot()
