@@ -342,8 +342,12 @@ func (g *group) runRound(r *row, i int, from Instant) {
 			logf("  … %d overlaps in all", len(res.Overlaps))
 			break
 		}
-		logf("  overlap: %s and %s both leader %v after the fault, for %v more", o.A, o.B,
-			o.At.Sub(fault).Round(time.Millisecond), o.Length.Round(time.Millisecond))
+		length := "at one instant"
+		if o.Length > 0 {
+			length = "for " + roundMs(o.Length)
+		}
+		logf("  overlap: %s and %s both leader %v after the fault, %s", o.A, o.B,
+			o.At.Sub(fault).Round(time.Millisecond), length)
 	}
 	if len(res.Broken) > 0 {
 		worst := res.Broken[0]

@@ -38,7 +38,7 @@ func TestSidecarWithTheBaseServiceAccountLeadsAndHandsOver(t *testing.T) {
 	if next != follower || after.FencingToken != before.FencingToken+1 {
 		t.Errorf("after SIGTERM: %s leads with token %d; want %s with %d", next.Name, after.FencingToken, follower.Name, before.FencingToken+1)
 	}
-	// A release, not an expiry (2s): the follower took over within a retry
+	// A release, not an expiry (3s): the follower took over within a retry
 	// period (250ms). With watch working it is milliseconds; the e2e suite
 	// holds the handover to its latency targets.
 	if took > 250*time.Millisecond {
