@@ -437,7 +437,8 @@ func dumpRound(path string, answers []Answer, acks []Ack, fault Instant) error {
 			rel(a.Send), rel(a.Recv), a.IsLeader, a.SteppingDown, a.Token, a.Revision, a.ValidFor, rel(a.ValidUntil))
 	}
 	for _, a := range acks {
-		fmt.Fprintf(f, "%s\tack\t%s\t%s\t-\t%v\t-\t%d\t-\t-\t-\n", a.Member, a.Client, rel(a.At), a.Acknowledged, a.Token)
+		fmt.Fprintf(f, "%s\tack\t%s\t%s\t%s\t%v\t-\t%d\t-\t-\t-\n", a.Member, a.Client, rel(a.At), rel(a.Done),
+			a.Acknowledged, a.Token)
 	}
 	return f.Close()
 }
