@@ -92,15 +92,16 @@ func main() {
 	rounds := flag.Int("rounds", 0, "rounds of each fault in each configuration (default: the profile's)")
 	only := flag.String("faults", "", "comma-separated fault names to run (default: all)")
 	mixed := flag.Bool("mixed", false, "also run the mixed group: baton sidecars and client-go LeaderElectors on one Lease")
+	keep := flag.Bool("keep-answers", false, "keep every round's answers (not only failed rounds'), and the member logs")
 	flag.Parse()
-	os.Exit(run(*profile, *rounds, *only, *mixed))
+	os.Exit(run(*profile, *rounds, *only, *mixed, *keep))
 }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "chaos %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func run(profile string, rounds int, only string, mixed bool) int {
+func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 	factor := 1
 	limit := 8 * time.Minute
 	switch profile {
@@ -126,7 +127,7 @@ func run(profile string, rounds int, only string, mixed bool) int {
 		return 1
 	}
 
-	h := &harness{log: logf}
+	h := &harness{log: logf, keepAnswers: keepAnswers}
 	var err error
 	if h.baton, err = sidecars.BatonBinaryPath(); err != nil {
 		logf("%v", err)
@@ -205,8 +206,8 @@ func run(profile string, rounds int, only string, mixed bool) int {
 		rows = append(rows, plan...)
 	}
 	stopCP()
-	if h.failed.Load() > 0 {
-		logf("member logs and the answers of failed rounds: %s", h.logDir)
+	if h.failed.Load() > 0 || keepAnswers {
+		logf("member logs and recorded answers: %s", h.logDir)
 	} else {
 		os.RemoveAll(h.logDir)
 	}
@@ -322,16 +323,17 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	rate := sampleRate(answers, from, to)
 	r.rates = append(r.rates, rate)
 	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
-	if len(res.Overlaps)+len(res.Broken)+bad == 0 && stall == "" {
-		logf("%s, ok", line)
-		return
-	}
-	if g.h.failed.Add(1) <= maxDumps {
+	failed := len(res.Overlaps)+len(res.Broken)+bad > 0 || stall != ""
+	if (failed && g.h.failed.Add(1) <= maxDumps) || g.h.keepAnswers {
 		dump := filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name))
 		if err := dumpRound(dump, answers, acks, fault); err != nil {
 			logf("  writing %s: %v", dump, err)
 		}
 		line += " (answers in " + dump + ")"
+	}
+	if !failed {
+		logf("%s, ok", line)
+		return
 	}
 	logf("%s, FAILED", line)
 	if stall != "" {
