@@ -281,7 +281,12 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if err != nil {
 		stall = err.Error()
 	}
-	g.anon.Store(false)
+	if f.Anon {
+		// The anonymous promises it got from the new leader lapse before the
+		// next round, whose handover they would otherwise hold up.
+		g.anon.Store(false)
+		time.Sleep(sidecars.RenewDeadline)
+	}
 	to := Now()
 	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
 	answers, acks := g.rec.Snapshot()
