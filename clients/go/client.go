@@ -2,10 +2,13 @@ package baton
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -45,7 +48,7 @@ type Client struct {
 }
 
 type options struct {
-	addr                   string
+	addr, clientID         string
 	callTimeout, heartbeat time.Duration
 	minBackoff, maxBackoff time.Duration
 	dialOptions            []grpc.DialOption
@@ -57,6 +60,13 @@ type Option func(*options)
 // WithAddr sets the sidecar's gRPC address, overriding $BATON_GRPC_ADDR and
 // DefaultGRPCAddr.
 func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
+
+// WithClientID sets the name this client gives the sidecar with every
+// question: 1 to 64 characters from [A-Za-z0-9._-]. The sidecar records the
+// leader answers it gives under this name as promises that
+// AcknowledgeStepDown can give back. Default: 16 random hex digits per
+// Client, which is what a Client should normally use.
+func WithClientID(id string) Option { return func(o *options) { o.clientID = id } }
 
 // WithCallTimeout bounds each unary call whose context has no earlier
 // deadline, so a paused sidecar cannot block the caller (default
@@ -108,6 +118,14 @@ func normalizeAddr(addr string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+var clientIDPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+func randomClientID() string {
+	var b [8]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return hex.EncodeToString(b[:])
+}
+
 // New returns a Client of the sidecar at WithAddr, $BATON_GRPC_ADDR or
 // DefaultGRPCAddr. It does not connect yet: a missing sidecar shows as
 // ErrSidecarUnavailable on the first call, and the connection is re-made
@@ -127,6 +145,11 @@ func New(opts ...Option) (*Client, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if o.clientID == "" {
+		o.clientID = randomClientID()
+	} else if !clientIDPattern.MatchString(o.clientID) {
+		return nil, fmt.Errorf("baton: client ID %q is not 1 to 64 characters from [A-Za-z0-9._-]", o.clientID)
 	}
 	target := addr
 	if !strings.HasPrefix(addr, "unix:") {
@@ -149,6 +172,9 @@ func New(opts ...Option) (*Client, error) {
 
 // Addr is the sidecar address this client uses.
 func (c *Client) Addr() string { return c.addr }
+
+// ClientID is the name this client gives the sidecar (see WithClientID).
+func (c *Client) ClientID() string { return c.opts.clientID }
 
 // Close releases the connection. Calls in flight fail.
 func (c *Client) Close() error { return c.conn.Close() }
@@ -184,8 +210,8 @@ func (c *Client) wrap(ctx context.Context, err error) error {
 func (c *Client) Leadership(ctx context.Context) (Leadership, error) {
 	cctx, cancel := c.callContext(ctx)
 	defer cancel()
-	sent := time.Now()
-	m, err := c.api.GetLeadership(cctx, &batonv1.GetLeadershipRequest{})
+	sent := boottime()
+	m, err := c.api.GetLeadership(cctx, &batonv1.GetLeadershipRequest{ClientId: c.opts.clientID})
 	if err != nil {
 		return Leadership{}, c.wrap(ctx, err)
 	}
@@ -201,7 +227,7 @@ func (c *Client) IsLeader(ctx context.Context) (bool, error) {
 
 // RequireLeader returns the fencing token to tag a write with, if this pod
 // leads with at least minValidity of guaranteed leadership left (counted
-// from when the request was sent). Otherwise it returns a *NotLeaderError
+// from when the sidecar answered). Otherwise it returns a *NotLeaderError
 // (errors.Is(err, ErrNotLeader)), or ErrSidecarUnavailable.
 func (c *Client) RequireLeader(ctx context.Context, minValidity time.Duration) (int32, error) {
 	l, err := c.requireLeader(ctx, minValidity)
@@ -268,6 +294,29 @@ func (c *Client) Resign(ctx context.Context) (wasLeader bool, err error) {
 		return false, c.wrap(ctx, err)
 	}
 	return r.GetWasLeader(), nil
+}
+
+// AcknowledgeStepDown tells the sidecar that this application has stopped
+// acting on the leadership of the term with fencing token token: its leader
+// work was cancelled and has ended. The promises the sidecar gave this
+// client for that term are void from then on, so a sidecar that is stepping
+// down (shutdown or Resign) need not wait for them to run out before it
+// releases the Lease. acknowledged tells whether any were outstanding.
+//
+// Call it only once nothing in this process acts on this client's answers
+// for that term any more. RunWhileLeader calls it for you. An application
+// that never acknowledges still gets a safe handover, only a slower one: the
+// sidecar then waits until the last promise it gave lapses (up to the
+// sidecar's --renew-deadline after the last answer).
+func (c *Client) AcknowledgeStepDown(ctx context.Context, token int32) (acknowledged bool, err error) {
+	cctx, cancel := c.callContext(ctx)
+	defer cancel()
+	r, err := c.api.AcknowledgeStepDown(cctx, &batonv1.AcknowledgeStepDownRequest{
+		ClientId: c.opts.clientID, FencingToken: token})
+	if err != nil {
+		return false, c.wrap(ctx, err)
+	}
+	return r.GetAcknowledged(), nil
 }
 
 // errStalled is Watch's error for a stream that went silent.

@@ -29,7 +29,17 @@
 //     a write that carries a lower one, atomically with the write itself.
 //
 // Step 3 is what makes it safe: 1 alone cannot stop a write that was already
-// on its way when leadership ended.
+// on its way when leadership ended. Leadership.FencingRevision is a second
+// token that survives Lease deletion on Kubernetes 1.35 or later (see
+// RevisionFence).
+//
+// # Leader work and the step-down handshake
+//
+// RunWhileLeader runs the application's leader work in a context that ends
+// with the term and acknowledges the step-down once the work has returned
+// (AcknowledgeStepDown), so a sidecar that shuts down or resigns can hand
+// over at once instead of waiting for its last promise to this client to
+// lapse.
 package baton
 
 //go:generate ./generate.sh

@@ -71,8 +71,8 @@ func signal(t *testing.T, s sidecar, sig syscall.Signal) {
 	}
 }
 
-// settled waits until every sidecar runs and answers through the client and
-// exactly one leads; it returns the fixture and the leader's index.
+// settled waits until every sidecar runs, has read the Lease and answers
+// through the client, and exactly one leads; it returns the fixture and the leader's index.
 func settled(t *testing.T) (fixture, int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -88,8 +88,8 @@ func settled(t *testing.T) (fixture, int) {
 			c := newClient(t, s)
 			l, err := c.Leadership(context.Background())
 			c.Close()
-			if err != nil || l.Identity != s.Identity {
-				ok, last = false, "sidecar not answering yet"
+			if err != nil || l.Identity != s.Identity || !l.Observed {
+				ok, last = false, "sidecar not answering yet (or not having read the Lease)"
 				break
 			}
 			if l.IsLeader {

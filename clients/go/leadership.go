@@ -22,17 +22,31 @@ type Leadership struct {
 	// FencingToken is the token to tag writes with while IsLeader (see the
 	// package documentation); otherwise the last observed leaseTransitions.
 	FencingToken int32
+	// FencingRevision is the second fencing token: the Lease's
+	// resourceVersion as written by the write that won this term while
+	// IsLeader; otherwise that of the last observed Lease. It keeps growing
+	// across Lease deletion and a restart of every sidecar, but is only
+	// comparable on Kubernetes 1.35 or later (see RevisionFence). Zero when
+	// unknown (an older sidecar, or a resourceVersion that is not an integer).
+	FencingRevision int64
 	// LeaseName, LeaseNamespace and LeaseUID identify the Lease.
 	LeaseName, LeaseNamespace, LeaseUID string
 	// AcquireTime and RenewTime are the Lease's (holder's wall clock); zero
 	// when unknown. For information only.
 	AcquireTime, RenewTime time.Time
 	// ValidFor is how much longer leadership was guaranteed when the sidecar
-	// answered; zero when not leader.
+	// produced the answer; zero when not leader.
 	ValidFor time.Duration
-	// ValidUntil is when that guarantee ends on this process's monotonic
-	// clock, counted from when the request was sent (unary calls) or the
-	// message arrived (Watch). Zero when not leader. See Remaining.
+	// ValidUntilBoottime is when that guarantee ends, as a reading of the
+	// node's CLOCK_BOOTTIME (which keeps counting through a suspend): the
+	// sidecar's own deadline, exact however long the answer took to arrive.
+	// From an older sidecar that sends none, it is counted from when the
+	// request was sent (unary calls) or the message arrived (Watch). Zero
+	// when not leader. Remaining compares it with the clock.
+	ValidUntilBoottime time.Duration
+	// ValidUntil is the same deadline on this process's time.Now clock, as
+	// estimated when the answer was converted: what a context deadline
+	// needs. That clock stops during a suspend; Remaining does not.
 	ValidUntil time.Time
 	// LeaseDuration is the Lease's leaseDurationSeconds; zero when unknown.
 	LeaseDuration time.Duration
@@ -42,13 +56,13 @@ type Leadership struct {
 	SteppingDown bool
 }
 
-// Remaining is how much guaranteed leadership is left now: zero when not
-// leader or when ValidUntil has passed.
+// Remaining is how much guaranteed leadership is left now, on
+// CLOCK_BOOTTIME: zero when not leader or when the guarantee has run out.
 func (l Leadership) Remaining() time.Duration {
-	if !l.IsLeader || l.ValidUntil.IsZero() {
+	if !l.IsLeader || l.ValidUntilBoottime == 0 {
 		return 0
 	}
-	return max(time.Until(l.ValidUntil), 0)
+	return max(l.ValidUntilBoottime-boottime(), 0)
 }
 
 // key is what Watch compares to decide whether a state is news: everything
@@ -66,22 +80,24 @@ func (l Leadership) key() key {
 
 // expired is l after its guarantee ran out without news from the sidecar.
 func (l Leadership) expired() Leadership {
-	l.IsLeader, l.ValidFor, l.ValidUntil = false, 0, time.Time{}
+	l.IsLeader, l.ValidFor, l.ValidUntilBoottime, l.ValidUntil = false, 0, 0, time.Time{}
 	return l
 }
 
-// fromProto converts an answer; since is when its validity starts counting.
-func fromProto(m *batonv1.Leadership, since time.Time) Leadership {
+// fromProto converts an answer. since (a boottime reading) is when its
+// validity starts counting if the sidecar sent no deadline of its own.
+func fromProto(m *batonv1.Leadership, since time.Duration) Leadership {
 	l := Leadership{
-		IsLeader:       m.GetIsLeader(),
-		Identity:       m.GetIdentity(),
-		HolderIdentity: m.GetHolderIdentity(),
-		FencingToken:   m.GetFencingToken(),
-		LeaseName:      m.GetLeaseName(),
-		LeaseNamespace: m.GetLeaseNamespace(),
-		LeaseUID:       m.GetLeaseUid(),
-		Observed:       m.GetObserved(),
-		SteppingDown:   m.GetSteppingDown(),
+		IsLeader:        m.GetIsLeader(),
+		Identity:        m.GetIdentity(),
+		HolderIdentity:  m.GetHolderIdentity(),
+		FencingToken:    m.GetFencingToken(),
+		FencingRevision: m.GetFencingRevision(),
+		LeaseName:       m.GetLeaseName(),
+		LeaseNamespace:  m.GetLeaseNamespace(),
+		LeaseUID:        m.GetLeaseUid(),
+		Observed:        m.GetObserved(),
+		SteppingDown:    m.GetSteppingDown(),
 	}
 	if m.AcquireTime != nil {
 		l.AcquireTime = m.AcquireTime.AsTime()
@@ -94,7 +110,11 @@ func fromProto(m *batonv1.Leadership, since time.Time) Leadership {
 	}
 	if l.IsLeader && m.ValidFor != nil {
 		l.ValidFor = m.ValidFor.AsDuration()
-		l.ValidUntil = since.Add(l.ValidFor)
+		l.ValidUntilBoottime = since + l.ValidFor
+		if d := m.GetValidUntilBoottime().AsDuration(); d > 0 && sharesSidecarClock {
+			l.ValidUntilBoottime = d
+		}
+		l.ValidUntil = time.Now().Add(l.ValidUntilBoottime - boottime())
 	}
 	return l
 }

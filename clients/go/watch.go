@@ -28,9 +28,11 @@ import (
 // It yields the current state first, then each change of isLeader, holder,
 // fencing token, stepping-down, observed or Lease UID (not every renew).
 // Between changes it also watches the clock: when a leader's guarantee
-// (ValidUntil) runs out before the sidecar confirms it again, Watch yields
-// the same state with IsLeader false, so a paused or wedged sidecar cannot
-// leave the application believing it leads.
+// (ValidUntilBoottime) runs out before the sidecar confirms it again, Watch
+// yields the same state with IsLeader false, so a paused or wedged sidecar
+// cannot leave the application believing it leads. It re-reads
+// CLOCK_BOOTTIME at least every clockRecheck while a guarantee runs, so
+// after a suspend of the machine a lapsed guarantee ends at once.
 //
 // When the stream breaks, goes silent (see WithHeartbeatInterval) or cannot
 // be opened, Watch yields a zero Leadership with the error (matching
@@ -61,6 +63,11 @@ func (c *Client) Watch(ctx context.Context) iter.Seq2[Leadership, error] {
 	}
 }
 
+// clockRecheck bounds how long a watch sleeps on the process's timers
+// (which, like CLOCK_MONOTONIC, stop during a suspend) before it compares a
+// guarantee with CLOCK_BOOTTIME again.
+const clockRecheck = 100 * time.Millisecond
+
 type received struct {
 	l   Leadership
 	err error
@@ -73,7 +80,7 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.api.WatchLeadership(sctx, &batonv1.WatchLeadershipRequest{
-		HeartbeatInterval: durationpb.New(c.opts.heartbeat)})
+		HeartbeatInterval: durationpb.New(c.opts.heartbeat), ClientId: c.opts.clientID})
 	if err != nil {
 		return false, c.wrap(ctx, err), false
 	}
@@ -83,7 +90,7 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 			m, err := stream.Recv()
 			r := received{err: err}
 			if err == nil {
-				r.l = fromProto(m.GetLeadership(), time.Now())
+				r.l = fromProto(m.GetLeadership(), boottime())
 			}
 			select {
 			case msgs <- r:
@@ -110,6 +117,10 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 		case <-stall.C:
 			return connected, c.wrap(ctx, status.Error(codes.DeadlineExceeded, errStalled.Error())), false
 		case <-expiry.C:
+			if left := last.Remaining(); left > 0 {
+				expiry.Reset(min(left, clockRecheck))
+				continue
+			}
 			last = last.expired()
 			if !yield(last, nil) {
 				return connected, nil, true
@@ -125,7 +136,7 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 			stall.Reset(stallTimeout)
 			expiry.Stop()
 			if r.l.IsLeader {
-				expiry.Reset(time.Until(r.l.ValidUntil))
+				expiry.Reset(min(r.l.Remaining(), clockRecheck))
 			}
 			news := !connected || r.l.key() != last.key()
 			connected, last = true, r.l

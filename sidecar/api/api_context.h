@@ -7,7 +7,10 @@
 #ifndef BATON_SIDECAR_API_API_CONTEXT_H_
 #define BATON_SIDECAR_API_API_CONTEXT_H_
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "sidecar/api/metrics.h"
@@ -31,12 +34,19 @@ struct ApiHooks {
   // Lease was observed.
   std::function<absl::Status()> readiness;
   // Resign (gRPC Resign; HTTP POST /resign): stop reporting leader and start
-  // releasing the Lease. On OK the published snapshot must already say
+  // the step-down handshake. On OK the published snapshot must already say
   // stepping_down (or not holding), so the answer shows is_leader=false; the
-  // release itself happens on the election loop, not here. Called whether or
+  // release itself happens on the election loop once the promises are
+  // settled, never here: it must not wait for the loop. Called whether or
   // not this sidecar leads (it should then be a no-op returning OK). Unset:
   // resigning is not offered (gRPC UNIMPLEMENTED, HTTP 501).
   std::function<absl::Status()> resign;
+  // Acknowledge (gRPC AcknowledgeStepDown; HTTP POST /leader/ack): the client
+  // `client_id` (already validated) has stopped acting on term `token`.
+  // Voids its promises (LeadershipPublisher::Acknowledge) and lets a pending
+  // release go ahead; returns whether it had promises outstanding. Unset:
+  // the servers call LeadershipPublisher::Acknowledge themselves.
+  std::function<bool(std::string_view client_id, int64_t token)> acknowledge;
 };
 
 // Everything the servers depend on. Pointers are not owned and must outlive
@@ -52,6 +62,19 @@ struct ApiContext {
 // ApiHooks. Thread-safe.
 absl::Status CheckLiveness(const ApiContext& context);
 absl::Status CheckReadiness(const ApiContext& context);
+
+// AcknowledgeStepDown / POST /leader/ack: ApiHooks::acknowledge if set, else
+// LeadershipPublisher::Acknowledge. `client_id` must already be valid
+// (ValidateClientId). Returns whether the client had outstanding promises.
+bool AcknowledgeStepDown(const ApiContext& context, std::string_view client_id, int64_t token);
+
+// The longest client_id a reader may name itself with.
+inline constexpr size_t kMaxClientIdLength = 64;
+
+// OK if `client_id` is 1 to kMaxClientIdLength characters of [A-Za-z0-9._-];
+// otherwise InvalidArgument with a short reason. The empty name (an anonymous
+// reader) is for the caller to allow or refuse before asking.
+absl::Status ValidateClientId(std::string_view client_id);
 
 }  // namespace baton
 

@@ -1,10 +1,11 @@
 #include "sidecar/api/grpc_server.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "sidecar/common/log.h"
@@ -12,7 +13,12 @@
 namespace baton {
 namespace {
 
-int Millis(absl::Duration d) { return static_cast<int>(absl::ToInt64Milliseconds(d)); }
+// A duration as the int milliseconds of a gRPC channel argument; infinite
+// (or beyond INT_MAX ms) is INT_MAX, which gRPC reads as "never".
+int Millis(absl::Duration d) {
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  return static_cast<int>(std::min(absl::ToInt64Milliseconds(d), kMax));
+}
 
 }  // namespace
 
@@ -21,17 +27,27 @@ GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
       context_(context),
       service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval,
                                             options_.fanout_threads},
-               context) {}
+               context),
+      health_(options_.max_health_watchers, context) {}
 
 GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }
 
 absl::Status GrpcServer::Start() {
-  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(options_.address, grpc::InsecureServerCredentials(), &selected_port);
   builder.RegisterService(&service_);
+  builder.RegisterService(&health_);
   builder.SetMaxReceiveMessageSize(options_.max_receive_message_bytes);
+  grpc::ResourceQuota quota("baton-grpc");
+  quota.Resize(options_.memory_quota_bytes);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             options_.max_concurrent_streams_per_connection);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, Millis(options_.max_connection_idle));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, Millis(options_.max_connection_age));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                             Millis(options_.max_connection_age_grace));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, Millis(options_.keepalive_time));
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, Millis(options_.keepalive_timeout));
   // Never share the port with another process (gRPC sets SO_REUSEPORT by
@@ -46,7 +62,6 @@ absl::Status GrpcServer::Start() {
         absl::StrCat("gRPC server could not listen on ", options_.address));
   }
   port_ = selected_port;
-  UpdateHealth();
   subscription_ = context_->publisher->Subscribe([this](const LeadershipPublisher::Versioned&) {
     absl::MutexLock lock(&mu_);
     wake_ = true;
@@ -58,29 +73,21 @@ absl::Status GrpcServer::Start() {
 
 int GrpcServer::port() const { return port_; }
 
-absl::Duration GrpcServer::UpdateHealth() {
+absl::Duration GrpcServer::RefreshAll() {
+  const absl::Duration next_heartbeat = service_.Refresh();
+  health_.Refresh();
+  // Wake when the current guarantee runs out: is_leader turns false then
+  // with no publish at all.
   const Leadership snapshot = context_->publisher->Current().leadership;
   const MonoTime now = context_->clock->Monotonic();
-  const HealthState next{CheckLiveness(*context_).ok(), CheckReadiness(*context_).ok(),
-                         snapshot.IsLeader(now)};
-  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
-  if (!health_ || health_->live != next.live) health->SetServingStatus("", next.live);
-  if (!health_ || health_->ready != next.ready) {
-    health->SetServingStatus(kHealthServiceReady, next.ready);
-  }
-  if (!health_ || health_->leader != next.leader) {
-    health->SetServingStatus(kHealthServiceLeader, next.leader);
-  }
-  health_ = next;
-  return next.leader ? snapshot.leader_until - now : absl::InfiniteDuration();
+  const absl::Duration guarantee_left =
+      snapshot.IsLeader(now) ? snapshot.leader_until - now : absl::InfiniteDuration();
+  return std::min({options_.refresh_interval, next_heartbeat, guarantee_left});
 }
 
 void GrpcServer::RefreshLoop() {
   for (;;) {
-    const absl::Duration next_heartbeat = service_.Refresh();
-    const absl::Duration guarantee_left = UpdateHealth();
-    const absl::Duration wait =
-        std::min({options_.refresh_interval, next_heartbeat, guarantee_left});
+    const absl::Duration wait = RefreshAll();
     absl::MutexLock lock(&mu_);
     auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wake_ || stop_; };
     mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
@@ -101,12 +108,13 @@ void GrpcServer::Shutdown(absl::Time deadline) {
     stop_ = true;
   }
   refresh_thread_.join();
-  // The last word on every stream is the latest snapshot (stepping_down on
-  // an orderly shutdown), then OK.
-  service_.Refresh();
+  // The last word on every stream is the latest state (stepping_down on an
+  // orderly shutdown; NOT_SERVING for health), then OK.
+  health_.BeginShutdown();
+  RefreshAll();
   service_.FinishAll();
-  // Marks every health status NOT_SERVING, waits for calls until the
-  // deadline, then cancels what is left.
+  health_.FinishAll();
+  // Waits for calls until the deadline, then cancels what is left.
   server_->Shutdown(absl::ToChronoTime(deadline));
   server_->Wait();
   spdlog::info("event=grpc_stopped");

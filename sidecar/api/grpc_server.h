@@ -1,20 +1,20 @@
 // GrpcServer: baton's gRPC server. Serves baton.v1.LeaderElection
 // (LeaderElectionService) and the standard grpc.health.v1.Health service
-// (grpc++'s default implementation) with these service names:
+// (HealthService: "leader", "" and "ready", each computed when asked).
 //
-//   "leader"  SERVING only while this pod leads (for a Kubernetes `grpc:`
-//             readinessProbe that routes a Service to the leader)
-//   ""        SERVING while the sidecar is live (ApiHooks::liveness)
-//   "ready"   SERVING while the sidecar is ready (ApiHooks::readiness)
+// The watch streams of both services are driven by a refresh thread owned by
+// the server. It wakes when the published snapshot changes (it subscribes to
+// the LeadershipPublisher; the subscription callback only sets a flag, never
+// blocks the election loop), when the current leadership guarantee runs out,
+// when a watcher's heartbeat is due, and at least every refresh_interval
+// (which is how health Watch streams of "" and "ready" notice the daemon's
+// hooks change). Each wake looks at the state at that moment and sends every
+// stream what it is owed.
 //
-// Health is pushed, not computed per call, so a refresh thread owned by the
-// server keeps it current. That thread wakes when the published snapshot
-// changes (it subscribes to the LeadershipPublisher; the subscription callback
-// only sets a flag, never blocks the election loop), when the current
-// leadership guarantee runs out, when a watcher's heartbeat is due, and at
-// least every refresh_interval. Each wake re-evaluates leadership at that
-// moment, updates the health statuses and drives the watch streams
-// (LeaderElectionService::Refresh).
+// Limits, all from GrpcServerOptions: watch streams per service, request
+// size, concurrent streams per connection, a memory quota for all
+// connections, and connection idle time and age; keepalive pings find peers
+// that vanished.
 //
 // Shutdown order (the daemon's): publish stepping_down → watchers receive it
 // → release the Lease → Shutdown(deadline), which sends streams whatever they
@@ -23,8 +23,8 @@
 #define BATON_SIDECAR_API_GRPC_SERVER_H_
 
 #include <atomic>
+#include <cstddef>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/server.h"
 #include "sidecar/api/api_context.h"
+#include "sidecar/api/health_service.h"
 #include "sidecar/api/leader_election_service.h"
 
 namespace baton {
@@ -43,29 +44,42 @@ struct GrpcServerOptions {
   std::string address = "127.0.0.1:4041";
   // WatchLeadership streams beyond which new ones get RESOURCE_EXHAUSTED.
   int max_watchers = 1024;
+  // grpc.health.v1.Health/Watch streams beyond which new ones get
+  // RESOURCE_EXHAUSTED (probes use Check; Watch is for the odd tool).
+  int max_health_watchers = 64;
   // Requested heartbeat intervals below this are raised to it.
   absl::Duration min_heartbeat_interval = absl::Milliseconds(100);
   // Threads that start the writes of a large fan-out in parallel (see
   // LeaderElectionServiceOptions::fanout_threads).
   int fanout_threads = 2;
-  // The refresh thread re-evaluates health and leadership at least this
-  // often, even with no change published.
+  // The refresh thread looks at the state at least this often, even with no
+  // change published.
   absl::Duration refresh_interval = absl::Seconds(1);
-  // Requests are empty or a Duration; anything bigger is refused.
+  // Requests are empty, a Duration or a short name; anything bigger is
+  // refused.
   int max_receive_message_bytes = 4 * 1024;
+  // Streams one connection may have open at once (HTTP/2
+  // SETTINGS_MAX_CONCURRENT_STREAMS; the client queues any beyond): room for
+  // every watch stream of one application process plus unary calls.
+  int max_concurrent_streams_per_connection = 1024 + 64;
+  // Memory all connections' buffers may use together (a grpc::ResourceQuota);
+  // under pressure gRPC shrinks buffers and closes idle connections first.
+  size_t memory_quota_bytes = 64 << 20;
+  // A connection with no call open for this long is closed (GOAWAY).
+  absl::Duration max_connection_idle = absl::Minutes(5);
+  // A connection older than this takes no new calls (GOAWAY); the client
+  // opens another. Calls in progress may continue for
+  // max_connection_age_grace (infinite: a WatchLeadership stream is never
+  // cut, so an application's leader work is not cancelled by it).
+  absl::Duration max_connection_age = absl::Minutes(30);
+  absl::Duration max_connection_age_grace = absl::InfiniteDuration();
   // HTTP/2 keepalive pings on quiet connections find watchers whose peer
   // vanished without closing the connection.
   absl::Duration keepalive_time = absl::Seconds(60);
   absl::Duration keepalive_timeout = absl::Seconds(20);
 };
 
-// Health service names.
-inline constexpr char kHealthServiceLeader[] = "leader";
-inline constexpr char kHealthServiceReady[] = "ready";
-
-// Thread-safe. Start at most once. Start enables grpc++'s default health
-// service process-wide (grpc::EnableDefaultHealthCheckService), which is not
-// thread-safe against other gRPC servers being built at the same moment.
+// Thread-safe. Start at most once.
 class GrpcServer {
  public:
   // `context` must outlive the server.
@@ -82,20 +96,21 @@ class GrpcServer {
   // The bound port; 0 before Start succeeds.
   int port() const;
 
-  // Refuses new streams, sends every stream what it is owed, ends streams
-  // with OK, marks all health statuses NOT_SERVING, waits for calls to end
+  // Refuses new streams, marks every health service NOT_SERVING, sends every
+  // stream what it is owed, ends streams with OK, waits for calls to end
   // until `deadline` (then cancels the rest), and stops. Idempotent; blocks.
   void Shutdown(absl::Time deadline);
 
  private:
   void RefreshLoop();
-  // Re-evaluates and pushes the health statuses; returns how long until the
-  // current leadership guarantee runs out (InfiniteDuration if not leader).
-  absl::Duration UpdateHealth();
+  // Refreshes every watch stream; returns how long the refresh thread may
+  // sleep before the next one is due.
+  absl::Duration RefreshAll();
 
   const GrpcServerOptions options_;
   const ApiContext* const context_;
   LeaderElectionService service_;
+  HealthService health_;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<int> port_{0};
   int subscription_ = 0;
@@ -107,14 +122,6 @@ class GrpcServer {
   absl::Mutex mu_;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
-
-  // Touched by the refresh thread only (and by Shutdown after joining it).
-  struct HealthState {
-    bool live = false;
-    bool ready = false;
-    bool leader = false;
-  };
-  std::optional<HealthState> health_;
 };
 
 }  // namespace baton

@@ -1,16 +1,18 @@
 #include "sidecar/api/grpc_server.h"
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "google/protobuf/util/time_util.h"
+#include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
-#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "sidecar/api/testing/api_test_env.h"
@@ -24,44 +26,43 @@ using testing::Following;
 using testing::kOther;
 using testing::Leading;
 
-// One WatchLeadership stream read on its own thread into a queue, so tests
-// can wait for the next message with a timeout.
-class WatchClient {
+// One server stream read on its own thread into a queue, so tests can wait
+// for the next message with a timeout.
+template <typename Response>
+class StreamClient {
  public:
-  WatchClient(v1::LeaderElection::Stub* stub, absl::Duration heartbeat = absl::ZeroDuration()) {
-    v1::WatchLeadershipRequest request;
-    if (heartbeat > absl::ZeroDuration()) {
-      *request.mutable_heartbeat_interval() =
-          google::protobuf::util::TimeUtil::NanosecondsToDuration(
-              absl::ToInt64Nanoseconds(heartbeat));
-    }
+  using Start = std::function<std::unique_ptr<grpc::ClientReader<Response>>(grpc::ClientContext*)>;
+
+  // `start` opens the stream on the context it is given, on the reading
+  // thread: a stream the connection has no room for yet blocks there.
+  explicit StreamClient(Start start) {
     context_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    reader_ = stub->WatchLeadership(&context_, request);
-    thread_ = std::thread([this] {
-      v1::WatchLeadershipResponse message;
-      while (reader_->Read(&message)) {
+    thread_ = std::thread([this, start = std::move(start)] {
+      std::unique_ptr<grpc::ClientReader<Response>> reader = start(&context_);
+      Response message;
+      while (reader->Read(&message)) {
         absl::MutexLock lock(&mu_);
         messages_.push_back(message);
       }
-      grpc::Status status = reader_->Finish();
+      grpc::Status status = reader->Finish();
       absl::MutexLock lock(&mu_);
       status_ = status;
     });
   }
-  ~WatchClient() {
+  ~StreamClient() {
     context_.TryCancel();
     thread_.join();
   }
 
   // The next message, or nullopt if none arrives within `timeout`.
-  std::optional<v1::WatchLeadershipResponse> Next(absl::Duration timeout = absl::Seconds(5)) {
+  std::optional<Response> Next(absl::Duration timeout = absl::Seconds(5)) {
     absl::MutexLock lock(&mu_);
     auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       return !messages_.empty() || status_.has_value();
     };
     mu_.AwaitWithTimeout(absl::Condition(&ready), timeout);
     if (messages_.empty()) return std::nullopt;
-    v1::WatchLeadershipResponse m = messages_.front();
+    Response m = messages_.front();
     messages_.pop_front();
     return m;
   }
@@ -78,50 +79,52 @@ class WatchClient {
 
  private:
   grpc::ClientContext context_;
-  std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader_;
   std::thread thread_;
   absl::Mutex mu_;
-  std::deque<v1::WatchLeadershipResponse> messages_ ABSL_GUARDED_BY(mu_);
+  std::deque<Response> messages_ ABSL_GUARDED_BY(mu_);
   std::optional<grpc::Status> status_ ABSL_GUARDED_BY(mu_);
 };
 
-// grpc.health.v1.Health/Check, encoded by hand: Debian ships no health.proto.
-// Request: field 1 (service, string). Response: field 1 (status, enum).
-enum HealthStatus { kUnknown = 0, kServing = 1, kNotServing = 2, kCallFailed = -1 };
-HealthStatus CheckHealth(const std::shared_ptr<grpc::Channel>& channel,
-                         const std::string& service) {
-  std::string request;
-  if (!service.empty()) {
-    request.push_back('\x0a');
-    request.push_back(static_cast<char>(service.size()));
-    request += service;
+v1::WatchLeadershipRequest WatchRequest(absl::Duration heartbeat, const std::string& client_id) {
+  v1::WatchLeadershipRequest request;
+  request.set_client_id(client_id);
+  if (heartbeat > absl::ZeroDuration()) {
+    *request.mutable_heartbeat_interval() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
+        absl::ToInt64Nanoseconds(heartbeat));
   }
-  grpc::Slice slice(request);
-  grpc::ByteBuffer request_buffer(&slice, 1);
-  grpc::ByteBuffer response_buffer;
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  absl::Mutex mu;
-  std::optional<grpc::Status> status;
-  stub.UnaryCall(&context, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request_buffer,
-                 &response_buffer, [&](grpc::Status s) {
-                   absl::MutexLock lock(&mu);
-                   status = s;
-                 });
-  absl::MutexLock lock(&mu);
-  mu.Await(absl::Condition(
-      +[](std::optional<grpc::Status>* s) { return s->has_value(); }, &status));
-  if (!status->ok()) return kCallFailed;
-  std::vector<grpc::Slice> slices;
-  (void)response_buffer.Dump(&slices);
-  std::string response;
-  for (const grpc::Slice& s : slices)
-    response.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  if (response.empty()) return kUnknown;
-  return response.size() == 2 && response[0] == '\x08' ? static_cast<HealthStatus>(response[1])
-                                                       : kCallFailed;
+  return request;
 }
+
+// A WatchLeadership stream.
+class WatchClient : public StreamClient<v1::WatchLeadershipResponse> {
+ public:
+  WatchClient(v1::LeaderElection::Stub* stub, absl::Duration heartbeat = absl::ZeroDuration(),
+              const std::string& client_id = "")
+      : StreamClient(
+            [stub, request = WatchRequest(heartbeat, client_id)](grpc::ClientContext* context) {
+              return stub->WatchLeadership(context, request);
+            }) {}
+};
+
+using HealthResponse = grpc::health::v1::HealthCheckResponse;
+using HealthStub = grpc::health::v1::Health::Stub;
+
+// A grpc.health.v1.Health/Watch stream of `service`.
+class HealthWatchClient : public StreamClient<HealthResponse> {
+ public:
+  HealthWatchClient(HealthStub* stub, const std::string& service)
+      : StreamClient([stub, service](grpc::ClientContext* context) {
+          grpc::health::v1::HealthCheckRequest request;
+          request.set_service(service);
+          return stub->Watch(context, request);
+        }) {}
+
+  // The status in the next message; UNKNOWN if none arrives within 5s.
+  HealthResponse::ServingStatus NextStatus() {
+    std::optional<HealthResponse> m = Next();
+    return m ? m->status() : HealthResponse::UNKNOWN;
+  }
+};
 
 class GrpcServerTest : public ::testing::Test {
  protected:
@@ -139,31 +142,61 @@ class GrpcServerTest : public ::testing::Test {
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(server_->port()),
                                    grpc::InsecureChannelCredentials());
     stub_ = v1::LeaderElection::NewStub(channel_);
+    health_stub_ = grpc::health::v1::Health::NewStub(channel_);
   }
 
   void SetUp() override { StartServer(); }
 
-  v1::Leadership GetLeadership() {
+  v1::Leadership GetLeadership(const std::string& client_id = "") {
     grpc::ClientContext context;
+    v1::GetLeadershipRequest request;
+    request.set_client_id(client_id);
     v1::Leadership response;
-    EXPECT_TRUE(stub_->GetLeadership(&context, v1::GetLeadershipRequest(), &response).ok());
+    EXPECT_TRUE(stub_->GetLeadership(&context, request, &response).ok());
     return response;
   }
 
-  // Polls the health service until `service` reports `want` (or 5s pass).
-  bool HealthBecomes(const std::string& service, HealthStatus want) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    while (absl::Now() < deadline) {
-      if (CheckHealth(channel_, service) == want) return true;
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return false;
+  grpc::Status Acknowledge(const std::string& client_id, int32_t token,
+                           bool* acknowledged = nullptr) {
+    grpc::ClientContext context;
+    v1::AcknowledgeStepDownRequest request;
+    request.set_client_id(client_id);
+    request.set_fencing_token(token);
+    v1::AcknowledgeStepDownResponse response;
+    grpc::Status status = stub_->AcknowledgeStepDown(&context, request, &response);
+    if (acknowledged != nullptr) *acknowledged = response.acknowledged();
+    return status;
+  }
+
+  // Leading with `token` for 10s; returns the snapshot's leader_until.
+  MonoTime Lead(int64_t token) {
+    const Leadership l = Leading(env_.clock, token, absl::Seconds(10));
+    env_.publisher.Publish(l);
+    return l.leader_until;
+  }
+
+  std::optional<MonoTime> Outstanding(int64_t token) {
+    return env_.publisher.OutstandingUntil(token, env_.clock.Monotonic());
+  }
+
+  // grpc.health.v1.Health/Check of `service`: its status, and the call's
+  // status in *call.
+  HealthResponse::ServingStatus Check(const std::string& service, grpc::Status* call = nullptr) {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    HealthResponse response;
+    grpc::Status status = health_stub_->Check(&context, request, &response);
+    if (call != nullptr) *call = status;
+    EXPECT_TRUE(call != nullptr || status.ok()) << status.error_message();
+    return response.status();
   }
 
   ApiTestEnv env_;
   std::unique_ptr<GrpcServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::LeaderElection::Stub> stub_;
+  std::unique_ptr<HealthStub> health_stub_;
 };
 
 TEST_F(GrpcServerTest, GetLeadershipAnswersFromTheSnapshotAtCallTime) {
@@ -175,6 +208,110 @@ TEST_F(GrpcServerTest, GetLeadershipAnswersFromTheSnapshotAtCallTime) {
   EXPECT_EQ(l.valid_for().seconds(), 10);
   env_.clock.Advance(absl::Seconds(10));
   EXPECT_FALSE(GetLeadership().is_leader());
+}
+
+TEST_F(GrpcServerTest, GetLeadershipToANamedClientIsAPromiseItCanAcknowledge) {
+  const MonoTime until = Lead(8);
+  const v1::Leadership l = GetLeadership("app-1");
+  ASSERT_TRUE(l.is_leader());
+  EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(l.valid_until_boottime()),
+            absl::ToInt64Nanoseconds(until.SinceOrigin()));
+  EXPECT_EQ(Outstanding(8), until);
+  bool acknowledged = false;
+  ASSERT_TRUE(Acknowledge("app-1", 8, &acknowledged).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_FALSE(Outstanding(8));
+  ASSERT_TRUE(Acknowledge("app-1", 8, &acknowledged).ok());
+  EXPECT_FALSE(acknowledged);
+}
+
+TEST_F(GrpcServerTest, AcknowledgeGoesThroughTheHookWhenSet) {
+  std::string seen;
+  env_.context.hooks.acknowledge = [&](std::string_view client_id, int64_t token) {
+    seen = absl::StrCat(absl::string_view(client_id.data(), client_id.size()), "@", token);
+    return true;
+  };
+  bool acknowledged = false;
+  ASSERT_TRUE(Acknowledge("app-1", 3, &acknowledged).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_EQ(seen, "app-1@3");
+}
+
+TEST_F(GrpcServerTest, MalformedClientIdsAreInvalidArgument) {
+  Lead(8);
+  for (const std::string& id : {std::string(65, 'a'), std::string("a b"), std::string("a/b")}) {
+    grpc::ClientContext context;
+    v1::GetLeadershipRequest request;
+    request.set_client_id(id);
+    v1::Leadership response;
+    EXPECT_EQ(stub_->GetLeadership(&context, request, &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT)
+        << id;
+    EXPECT_EQ(Acknowledge(id, 8).error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+    WatchClient watch(stub_.get(), absl::ZeroDuration(), id);
+    std::optional<grpc::Status> status = watch.Status();
+    ASSERT_TRUE(status);
+    EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT) << id;
+    EXPECT_FALSE(watch.Next(absl::ZeroDuration()));
+  }
+  // Acknowledging needs a name.
+  EXPECT_EQ(Acknowledge("", 8).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_FALSE(Outstanding(8));
+}
+
+TEST_F(GrpcServerTest, EveryLeaderWatchMessageIsAPromiseToTheStreamsClient) {
+  const MonoTime until = Lead(5);
+  WatchClient watch(stub_.get(), absl::Milliseconds(100), "app-1");
+  ASSERT_TRUE(watch.Next()->leadership().is_leader());
+  EXPECT_EQ(Outstanding(5), until);
+  bool acknowledged = false;
+  ASSERT_TRUE(Acknowledge("app-1", 5, &acknowledged).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_FALSE(Outstanding(5));
+  // The next heartbeat says leader again, so it promises again.
+  std::optional<v1::WatchLeadershipResponse> m = watch.Next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->event(), v1::WatchLeadershipResponse::EVENT_HEARTBEAT);
+  EXPECT_TRUE(m->leadership().is_leader());
+  EXPECT_EQ(Outstanding(5), until);
+}
+
+TEST_F(GrpcServerTest, AStreamThatIsSentNothingIsPromisedNothing) {
+  Lead(5);
+  WatchClient watch(stub_.get(), absl::ZeroDuration(), "app-1");
+  ASSERT_TRUE(watch.Next()->leadership().is_leader());
+  ASSERT_TRUE(Acknowledge("app-1", 5).ok());
+  // Refreshes keep running (every 20ms here), but with no change and no
+  // heartbeat the stream is owed nothing, so nothing new is promised.
+  env_.clock.Advance(absl::Seconds(1));
+  env_.publisher.Publish(Leading(env_.clock, 5, absl::Seconds(10)));  // a renew
+  EXPECT_FALSE(watch.Next(absl::Milliseconds(200)));
+  EXPECT_FALSE(Outstanding(5));
+}
+
+TEST_F(GrpcServerTest, WatchMessagesAfterStepDownSayNotLeader) {
+  Lead(5);
+  WatchClient watch(stub_.get(), absl::Milliseconds(20), "app-1");
+  ASSERT_TRUE(watch.Next()->leadership().is_leader());
+  env_.publisher.StepDown();
+  ASSERT_TRUE(Acknowledge("app-1", 5).ok());
+  // Whatever was already on its way, every message built after the
+  // step-down (the change, then heartbeats) says not leader, and none of
+  // them promises anything.
+  bool stepped_down = false;
+  for (int i = 0; i < 10; ++i) {
+    std::optional<v1::WatchLeadershipResponse> m = watch.Next();
+    ASSERT_TRUE(m);
+    if (stepped_down) {
+      EXPECT_FALSE(m->leadership().is_leader());
+    }
+    if (m->leadership().stepping_down()) {
+      EXPECT_FALSE(m->leadership().is_leader());
+      stepped_down = true;
+    }
+  }
+  EXPECT_TRUE(stepped_down);
+  EXPECT_FALSE(Outstanding(5));
 }
 
 TEST_F(GrpcServerTest, WatchSendsTheCurrentStateAtOnce) {
@@ -315,23 +452,103 @@ TEST_F(GrpcServerTest, ShutdownSendsSteppingDownThenEndsStreamsWithOk) {
   }
 }
 
-TEST_F(GrpcServerTest, HealthServiceReportsLeaderLivenessAndReadiness) {
+TEST_F(GrpcServerTest, HealthCheckReportsLeaderLivenessAndReadiness) {
   absl::Status live = absl::OkStatus();
   env_.context.hooks.liveness = [&] { return live; };
-  EXPECT_TRUE(HealthBecomes("", kServing));
-  EXPECT_TRUE(HealthBecomes("leader", kNotServing));
-  EXPECT_TRUE(HealthBecomes("ready", kNotServing));  // Lease not observed yet
+  EXPECT_EQ(Check(""), HealthResponse::SERVING);
+  EXPECT_EQ(Check("leader"), HealthResponse::NOT_SERVING);
+  EXPECT_EQ(Check("ready"), HealthResponse::NOT_SERVING);  // Lease not observed yet
 
   env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
-  EXPECT_TRUE(HealthBecomes("leader", kServing));
-  EXPECT_TRUE(HealthBecomes("ready", kServing));
-
-  // The guarantee runs out with no publish at all.
-  env_.clock.Advance(absl::Seconds(10));
-  EXPECT_TRUE(HealthBecomes("leader", kNotServing));
+  EXPECT_EQ(Check("leader"), HealthResponse::SERVING);
+  EXPECT_EQ(Check("ready"), HealthResponse::SERVING);
 
   live = absl::DeadlineExceededError("renew overdue");
-  EXPECT_TRUE(HealthBecomes("", kNotServing));
+  EXPECT_EQ(Check(""), HealthResponse::NOT_SERVING);
+}
+
+TEST_F(GrpcServerTest, HealthCheckOfLeaderIsComputedWhenAsked) {
+  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
+  ASSERT_EQ(Check("leader"), HealthResponse::SERVING);
+  // A pause past the guarantee, with no publish and no time for any refresh:
+  // the very next Check knows.
+  env_.clock.Advance(absl::Seconds(10));
+  EXPECT_EQ(Check("leader"), HealthResponse::NOT_SERVING);
+  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
+  env_.publisher.StepDown();
+  EXPECT_EQ(Check("leader"), HealthResponse::NOT_SERVING);
+}
+
+TEST_F(GrpcServerTest, HealthCheckOfAnUnknownServiceIsNotFound) {
+  grpc::Status call;
+  Check("leader-of-something-else", &call);
+  EXPECT_EQ(call.error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(GrpcServerTest, HealthWatchSendsEveryChangeOfLeaderIncludingTimeRunningOut) {
+  HealthWatchClient watch(health_stub_.get(), "leader");
+  EXPECT_EQ(watch.NextStatus(), HealthResponse::NOT_SERVING);
+  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
+  EXPECT_EQ(watch.NextStatus(), HealthResponse::SERVING);
+  // A renew changes nothing the stream is told about.
+  env_.clock.Advance(absl::Seconds(1));
+  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
+  EXPECT_FALSE(watch.Next(absl::Milliseconds(100)));
+  env_.clock.Advance(absl::Seconds(10));
+  EXPECT_EQ(watch.NextStatus(), HealthResponse::NOT_SERVING);
+}
+
+TEST_F(GrpcServerTest, HealthWatchOfTheHooksFollowsThemWithinTheRefreshInterval) {
+  absl::Mutex mu;
+  absl::Status ready = absl::UnavailableError("API server unreachable");
+  env_.context.hooks.readiness = [&] {
+    absl::MutexLock lock(&mu);
+    return ready;
+  };
+  HealthWatchClient watch(health_stub_.get(), "ready");
+  EXPECT_EQ(watch.NextStatus(), HealthResponse::NOT_SERVING);
+  {
+    absl::MutexLock lock(&mu);
+    ready = absl::OkStatus();
+  }
+  EXPECT_EQ(watch.NextStatus(), HealthResponse::SERVING);
+}
+
+TEST_F(GrpcServerTest, HealthWatchOfAnUnknownServiceSaysSoAndStaysOpen) {
+  HealthWatchClient watch(health_stub_.get(), "nope");
+  EXPECT_EQ(watch.NextStatus(), HealthResponse::SERVICE_UNKNOWN);
+  EXPECT_FALSE(watch.Status(absl::Milliseconds(100)));
+}
+
+TEST_F(GrpcServerTest, ShutdownTellsHealthWatchersNotServingThenEndsThemWithOk) {
+  env_.publisher.Publish(Leading(env_.clock, 1));
+  HealthWatchClient live(health_stub_.get(), "");
+  HealthWatchClient leader(health_stub_.get(), "leader");
+  ASSERT_EQ(live.NextStatus(), HealthResponse::SERVING);
+  ASSERT_EQ(leader.NextStatus(), HealthResponse::SERVING);
+  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  for (HealthWatchClient* w : {&live, &leader}) {
+    EXPECT_EQ(w->NextStatus(), HealthResponse::NOT_SERVING);
+    std::optional<grpc::Status> status = w->Status();
+    ASSERT_TRUE(status);
+    EXPECT_TRUE(status->ok()) << status->error_message();
+  }
+}
+
+TEST_F(GrpcServerTest, HealthWatchersBeyondTheLimitGetResourceExhausted) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_health_watchers = 1;
+  StartServer(options);
+  HealthWatchClient first(health_stub_.get(), "leader");
+  ASSERT_EQ(first.NextStatus(), HealthResponse::NOT_SERVING);
+  HealthWatchClient refused(health_stub_.get(), "leader");
+  std::optional<grpc::Status> status = refused.Status();
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // WatchLeadership streams are counted apart.
+  WatchClient watch(stub_.get());
+  EXPECT_TRUE(watch.Next());
 }
 
 TEST_F(GrpcServerTest, ResignCallsTheHook) {
@@ -404,6 +621,54 @@ TEST_F(GrpcServerTest, ManyWatchersAllSeeAHandover) {
     ASSERT_TRUE(m);
     EXPECT_EQ(m->leadership().holder_identity(), kOther);
   }
+}
+
+TEST_F(GrpcServerTest, StreamsBeyondTheConnectionsLimitWaitForAFreeSlot) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_concurrent_streams_per_connection = 2;
+  StartServer(options);
+  auto first = std::make_unique<WatchClient>(stub_.get());
+  WatchClient second(stub_.get());
+  ASSERT_TRUE(first->Next());
+  ASSERT_TRUE(second.Next());
+  // Same connection: the client holds the third stream back.
+  WatchClient third(stub_.get());
+  EXPECT_FALSE(third.Next(absl::Milliseconds(300)));
+  first.reset();
+  EXPECT_TRUE(third.Next());
+}
+
+TEST_F(GrpcServerTest, IdleConnectionsAreClosed) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_connection_idle = absl::Milliseconds(100);
+  StartServer(options);
+  GetLeadership();
+  ASSERT_EQ(channel_->GetState(false), GRPC_CHANNEL_READY);
+  const absl::Time deadline = absl::Now() + absl::Seconds(5);
+  while (channel_->GetState(false) == GRPC_CHANNEL_READY && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  EXPECT_NE(channel_->GetState(false), GRPC_CHANNEL_READY);
+  // The next call simply connects again.
+  EXPECT_FALSE(GetLeadership().is_leader());
+}
+
+TEST_F(GrpcServerTest, ConnectionAgeNeverCutsAWatchStream) {
+  server_.reset();
+  GrpcServerOptions options = TestOptions();
+  options.max_connection_age = absl::Milliseconds(100);
+  StartServer(options);
+  WatchClient watch(stub_.get());
+  ASSERT_TRUE(watch.Next());
+  absl::SleepFor(absl::Milliseconds(500));
+  env_.publisher.Publish(Following(env_.clock, kOther, 2));
+  std::optional<v1::WatchLeadershipResponse> m = watch.Next();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->leadership().holder_identity(), kOther);
+  // New calls go over a fresh connection.
+  EXPECT_EQ(GetLeadership().holder_identity(), kOther);
 }
 
 TEST(GrpcServerStartTest, PortInUseIsUnavailable) {

@@ -1,9 +1,14 @@
 #include "sidecar/api/http_router.h"
 
 #include <array>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "baton/v1/leader_election.pb.h"
 #include "boost/json/serialize.hpp"
@@ -85,6 +90,52 @@ std::string_view PathOf(std::string_view target) {
   return target.substr(0, target.find_first_of("?#"));
 }
 
+// The value of query parameter `name` in `target`, nullopt if absent;
+// InvalidArgument if it is given twice. Values are taken literally, without
+// percent-decoding: every value baton accepts is made of characters that need
+// no escaping, so an escaped one fails validation instead of being guessed at.
+absl::StatusOr<std::optional<std::string_view>> QueryParam(std::string_view target,
+                                                           std::string_view name) {
+  const size_t start = target.find('?');
+  if (start == std::string_view::npos) return std::nullopt;
+  std::string_view query = target.substr(start + 1);
+  query = query.substr(0, query.find('#'));
+  std::optional<std::string_view> value;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view param = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = param.find('=');
+    if (param.substr(0, eq) != name) continue;
+    if (value) return absl::InvalidArgumentError(std::string(name) + " is given more than once");
+    value = eq == std::string_view::npos ? std::string_view() : param.substr(eq + 1);
+  }
+  return value;
+}
+
+// The optional client_id of a request that may name its reader: empty when
+// not given, InvalidArgument when given but malformed.
+absl::StatusOr<std::string_view> OptionalClientId(std::string_view target) {
+  absl::StatusOr<std::optional<std::string_view>> id = QueryParam(target, "client_id");
+  if (!id.ok()) return id.status();
+  if (!id->has_value()) return std::string_view();
+  if (absl::Status valid = ValidateClientId(**id); !valid.ok()) return valid;
+  return **id;
+}
+
+// A fencing token as a query parameter: a non-negative decimal int32.
+absl::StatusOr<int32_t> ParseFencingToken(std::optional<std::string_view> text) {
+  if (!text) return absl::InvalidArgumentError("fencing_token is required");
+  uint32_t token = 0;
+  const char* end = text->data() + text->size();
+  auto [parsed_to, error] = std::from_chars(text->data(), end, token);
+  if (text->empty() || error != std::errc() || parsed_to != end ||
+      token > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
+    return absl::InvalidArgumentError("fencing_token must be a non-negative 32-bit integer");
+  }
+  return static_cast<int32_t>(token);
+}
+
 }  // namespace
 
 struct HttpRouter::Route {
@@ -107,6 +158,7 @@ Response HttpRouter::Handle(const Request& request) const {
       Route{"/readyz", http::verb::get, &HttpRouter::GetReadyz, true},
       Route{"/metrics", http::verb::get, &HttpRouter::GetMetrics, true},
       Route{"/resign", http::verb::post, &HttpRouter::PostResign, false},
+      Route{"/leader/ack", http::verb::post, &HttpRouter::PostLeaderAck, false},
   };
   const std::string_view path = PathOf(request.target());
   const Route* route = nullptr;
@@ -136,19 +188,32 @@ Response HttpRouter::Handle(const Request& request) const {
 }
 
 Response HttpRouter::GetLeaderElectorName(const Request& request) const {
+  // Applications take "name is my own identity" to mean "I lead", so this is
+  // a leader answer too: it names this sidecar only while it leads, and then
+  // (through Answer) as a promise.
+  const MonoTime now = context_->clock->Monotonic();
+  const Leadership l = context_->publisher->Answer("", now).leadership;
+  const bool names_self = l.holder_identity == l.identity;
   boost::json::object body;
-  body["name"] = context_->publisher->Current().leadership.holder_identity;
+  body["name"] = names_self && !l.IsLeader(now) ? "" : l.holder_identity;
   return MakeResponse(http::status::ok, kJson, boost::json::serialize(body) + "\n",
                       request.version());
 }
 
 Response HttpRouter::GetLeader(const Request& request) const {
-  return MakeResponse(http::status::ok, kJson, LeaderJson(context_->clock->Monotonic()),
+  absl::StatusOr<std::string_view> client_id = OptionalClientId(request.target());
+  if (!client_id.ok()) {
+    return Text(http::status::bad_request, client_id.status().message(), request.version());
+  }
+  return MakeResponse(http::status::ok, kJson, LeaderJson(*client_id, context_->clock->Monotonic()),
                       request.version());
 }
 
-std::string HttpRouter::LeaderJson(MonoTime now) const {
-  const LeadershipPublisher::Versioned current = context_->publisher->Current();
+std::string HttpRouter::LeaderJson(std::string_view client_id, MonoTime now) const {
+  // Answer records the promise whatever body is served: a cached body that
+  // says leader was evaluated at the end of its window, so it is leader at
+  // `now` too and carries the same leader_until (same version).
+  const LeadershipPublisher::Versioned current = context_->publisher->Answer(client_id, now);
   {
     absl::MutexLock lock(&cache_mu_);
     if (cache_.version == current.version && cache_.from <= now && now < cache_.until) {
@@ -196,8 +261,31 @@ Response HttpRouter::PostResign(const Request& request) const {
     return Text(HttpStatusFor(status.code()), absl::StrCat("resign failed: ", status.message()),
                 version);
   }
-  LeadershipToProto(context_->publisher->Current().leadership, *context_->clock,
+  // Built like any other answer: should the hook have left it leading, the
+  // promise is on the ledger.
+  const MonoTime now = context_->clock->Monotonic();
+  LeadershipToProto(context_->publisher->Answer("", now).leadership, now,
                     response.mutable_leadership());
+  return MakeResponse(http::status::ok, kJson, ToJson(response) + "\n", version);
+}
+
+Response HttpRouter::PostLeaderAck(const Request& request) const {
+  const unsigned version = request.version();
+  absl::StatusOr<std::optional<std::string_view>> client_id =
+      QueryParam(request.target(), "client_id");
+  absl::Status valid = client_id.status();
+  if (valid.ok()) {
+    valid = client_id->has_value() ? ValidateClientId(**client_id)
+                                   : absl::InvalidArgumentError("client_id is required");
+  }
+  if (!valid.ok()) return Text(http::status::bad_request, valid.message(), version);
+  absl::StatusOr<std::optional<std::string_view>> token_text =
+      QueryParam(request.target(), "fencing_token");
+  absl::StatusOr<int32_t> token =
+      token_text.ok() ? ParseFencingToken(*token_text) : token_text.status();
+  if (!token.ok()) return Text(http::status::bad_request, token.status().message(), version);
+  v1::AcknowledgeStepDownResponse response;
+  response.set_acknowledged(AcknowledgeStepDown(*context_, **client_id, *token));
   return MakeResponse(http::status::ok, kJson, ToJson(response) + "\n", version);
 }
 

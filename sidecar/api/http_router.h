@@ -3,23 +3,33 @@
 // they can be tested without a network.
 //
 // Routes (GET routes also answer HEAD; a known path with another method gets
-// 405 with an Allow header; an unknown path 404; query strings are ignored):
+// 405 with an Allow header; an unknown path 404; query parameters other than
+// those named below are ignored):
 //
 //   GET  /               {"name":"<holder>"}: the retired leader-elector
 //                        sidecar's answer, for drop-in migration (exactly "/";
-//                        leader-elector answered every path).
-//   GET  /leader         200, proto3 JSON of baton.v1.Leadership.
+//                        leader-elector answered every path). Names this
+//                        sidecar only while it leads ("" while it holds the
+//                        Lease without leading, e.g. stepping down), as a
+//                        promise like GET /leader's.
+//   GET  /leader         200, proto3 JSON of baton.v1.Leadership. With
+//                        ?client_id=ID a leader answer is a promise to ID
+//                        (LeadershipPublisher::Answer); 400 with a short
+//                        reason if ID is not 1-64 chars of [A-Za-z0-9._-].
 //   GET  /readyz/leader  200 while this pod leads, 503 otherwise.
 //   GET  /healthz        liveness: 200 "ok" or 503 with a one-line reason.
 //   GET  /readyz         readiness: 200 "ok" or 503 with a one-line reason.
 //   GET  /metrics        Prometheus text format.
 //   POST /resign         200, proto3 JSON of baton.v1.ResignResponse; 501 when
 //                        the daemon offers no resign hook. The body is ignored.
+//   POST /leader/ack     ?client_id=ID&fencing_token=N (both required; 400
+//                        with a short reason otherwise): ID has stopped acting
+//                        on term N. 200 {"acknowledged":bool}.
 //
 // HttpRoutes::kProbesAndMetrics serves only /metrics, /healthz, /readyz and
 // /readyz/leader: the read-only endpoints the kubelet and Prometheus need on
 // the Pod IP (a kubelet probe cannot reach 127.0.0.1), without exposing
-// /leader, / or /resign beyond the Pod.
+// /leader, /, /resign or /leader/ack beyond the Pod.
 //
 // Every answer is computed from the snapshot and the clock at the moment of
 // the request and carries Cache-Control: no-store. The one exception is the
@@ -33,6 +43,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/string_view.h"
@@ -81,9 +92,11 @@ class HttpRouter {
   Response GetReadyz(const Request& request) const;
   Response GetMetrics(const Request& request) const;
   Response PostResign(const Request& request) const;
+  Response PostLeaderAck(const Request& request) const;
 
-  // The JSON body of GET /leader for the current snapshot at `now`.
-  std::string LeaderJson(MonoTime now) const;
+  // The JSON body of GET /leader answering `client_id` (empty: anonymous) at
+  // `now`, from LeadershipPublisher::Answer.
+  std::string LeaderJson(std::string_view client_id, MonoTime now) const;
 
   const HttpRoutes routes_;
   const absl::Duration leader_cache_window_;

@@ -1,34 +1,39 @@
 // LeaderElectionService: the baton.v1.LeaderElection gRPC service
-// (GetLeadership, WatchLeadership, Resign) on grpc++'s callback API, so a
-// thousand open WatchLeadership streams cost a thousand small objects, not a
-// thousand threads.
+// (GetLeadership, WatchLeadership, Resign, AcknowledgeStepDown) on grpc++'s
+// callback API.
 //
-// Watch streams are driven from outside: the owner (GrpcServer) calls
-// Refresh() whenever the published snapshot changes and periodically. Refresh
-// evaluates the current state once, at that moment, and sends it to every
-// stream whose last message differs in holder, fencing token, is_leader,
-// stepping_down, observed or Lease uid, plus a heartbeat to streams whose
-// interval is due. It never waits for a client: a stream still writing is
-// marked stale and gets the newest state when its write completes, so a slow
-// reader sees the latest state, not a backlog. Renew-only changes (renew_time)
-// are not sent.
+// Every message that may say leader (a GetLeadership answer, each watch
+// message: initial, changed or heartbeat) is built, at the moment it is
+// built, from the snapshot LeadershipPublisher::Answer returns for the
+// request's client_id, so its promise is on the ledger before it is sent and
+// a step-down that began earlier is never contradicted. A malformed
+// client_id (not 1-64 chars of [A-Za-z0-9._-]) is INVALID_ARGUMENT.
+//
+// WatchLeadership streams are WatchStreams (watch_streams.h), driven by the
+// owner (GrpcServer) through Refresh(): a stream is sent the current state
+// when its holder, fencing token, is_leader, stepping_down, observed or Lease
+// uid differs from its last message, plus heartbeats if it asked for them.
+// Renew-only changes (renew_time) are not sent.
 //
 // is_leader can turn false with time alone (the renew deadline passes with no
 // new snapshot). Streams see that because (a) the election loop publishes a
 // non-holding snapshot when it happens, and (b) as a backstop GrpcServer also
 // calls Refresh() at the moment the current snapshot's guarantee runs out.
+//
+// Resign calls ApiHooks::resign, which only begins the step-down: the handler
+// never waits for the release.
 #ifndef BATON_SIDECAR_API_LEADER_ELECTION_SERVICE_H_
 #define BATON_SIDECAR_API_LEADER_ELECTION_SERVICE_H_
 
-#include <memory>
+#include <cstdint>
+#include <string>
+#include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "sidecar/api/api_context.h"
-#include "sidecar/api/fanout_workers.h"
+#include "sidecar/api/watch_streams.h"
 
 namespace baton {
 
@@ -43,6 +48,55 @@ struct LeaderElectionServiceOptions {
   int fanout_threads = 2;
 };
 
+// What WatchLeadership streams watch (a WatchStreams Source): the published
+// snapshot. A stream's param is its client_id.
+class LeadershipWatchSource {
+ public:
+  using Response = v1::WatchLeadershipResponse;
+
+  // What a watcher is told about when it changes.
+  struct Key {
+    bool is_leader = false;
+    bool stepping_down = false;
+    bool observed = false;
+    int64_t fencing_token = 0;
+    std::string holder_identity;
+    std::string lease_uid;
+    friend bool operator==(const Key&, const Key&) = default;
+  };
+
+  // The snapshot at one instant. Every stream answered from one Round gets
+  // its own LeadershipPublisher::Answer (it names that stream's reader), but
+  // streams answered from the same snapshot version with the same event
+  // share one message.
+  class Round {
+   public:
+    explicit Round(const ApiContext* context);
+    // What any stream would be told now; promises nothing.
+    const Key& Probe(const std::string& client_id) const { return probe_; }
+    WatchAnswer<Response, Key> Answer(const std::string& client_id,
+                                      absl::FunctionRef<WatchEvent(const Key&)> event_for);
+
+   private:
+    struct Built {
+      uint64_t version;
+      WatchEvent event;
+      std::shared_ptr<const Response> message;
+    };
+    const ApiContext* const context_;
+    const MonoTime now_;
+    const Key probe_;
+    std::vector<Built> built_;
+  };
+
+  // `context` must outlive the source.
+  explicit LeadershipWatchSource(const ApiContext* context) : context_(context) {}
+  Round NewRound() const { return Round(context_); }
+
+ private:
+  const ApiContext* const context_;
+};
+
 // Thread-safe. The RPC handlers are called by grpc++; Refresh and FinishAll
 // by the owner from any thread. The owner must shut the grpc::Server down
 // (which waits for every stream to end) before destroying the service.
@@ -50,7 +104,6 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
  public:
   // `context` must outlive the service.
   LeaderElectionService(LeaderElectionServiceOptions options, const ApiContext* context);
-  ~LeaderElectionService() override;
 
   grpc::ServerUnaryReactor* GetLeadership(grpc::CallbackServerContext* context,
                                           const v1::GetLeadershipRequest* request,
@@ -60,39 +113,26 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
   grpc::ServerUnaryReactor* Resign(grpc::CallbackServerContext* context,
                                    const v1::ResignRequest* request,
                                    v1::ResignResponse* response) override;
+  grpc::ServerUnaryReactor* AcknowledgeStepDown(grpc::CallbackServerContext* context,
+                                                const v1::AcknowledgeStepDownRequest* request,
+                                                v1::AcknowledgeStepDownResponse* response) override;
 
-  // Sends every stream what it is owed now (see the file comment). Returns how
-  // long until the next heartbeat may be due (InfiniteDuration if no stream
-  // asked for heartbeats); call again by then. Never blocks on a client.
-  absl::Duration Refresh();
+  // WatchStreams::Refresh of the WatchLeadership streams: sends every stream
+  // what it is owed now; returns how long until the next heartbeat may be
+  // due. Never blocks on a client.
+  absl::Duration Refresh() { return watches_.Refresh(); }
 
-  // Shutdown: refuses new streams (UNAVAILABLE) and ends every open stream
-  // with OK once the state it is owed has been written. Call Refresh() first
-  // so the latest snapshot (stepping_down) is among what is owed. Returns
-  // without waiting for the streams to end.
-  void FinishAll();
+  // WatchStreams::FinishAll. Call Refresh() first so the latest snapshot
+  // (stepping_down) is among what is owed.
+  void FinishAll() { watches_.FinishAll(); }
 
   // Open WatchLeadership streams.
-  int watchers() const;
+  int watchers() const { return watches_.size(); }
 
  private:
-  class WatchReactor;
-
-  // Builds the WatchLeadershipResponse for the current snapshot, now.
-  std::shared_ptr<const v1::WatchLeadershipResponse> Evaluate(
-      v1::WatchLeadershipResponse::Event event) const;
-  // Admits a new stream unless at the limit or shutting down; the status
-  // to refuse it with otherwise.
-  grpc::Status Register(WatchReactor* reactor);
-  void Unregister(WatchReactor* reactor);
-
-  const LeaderElectionServiceOptions options_;
   const ApiContext* const context_;
-  FanOutWorkers fanout_;
-
-  mutable absl::Mutex mu_;
-  absl::flat_hash_set<WatchReactor*> watchers_ ABSL_GUARDED_BY(mu_);
-  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+  const LeadershipWatchSource source_;
+  WatchStreams<LeadershipWatchSource> watches_;
 };
 
 }  // namespace baton

@@ -36,11 +36,19 @@ void LeadershipToProto(const Leadership& snapshot, const Clock& clock, v1::Leade
 
 void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out) {
   out->Clear();
-  out->set_is_leader(snapshot.IsLeader(at));
+  const bool leader = snapshot.IsLeader(at);
+  out->set_is_leader(leader);
   *out->mutable_valid_for() = ToDuration(snapshot.ValidFor(at));
+  // MonoTime is CLOCK_BOOTTIME (time since boot) for SystemClock, so
+  // leader_until is the node's boot-time reading at which the guarantee ends:
+  // the same absolute deadline whatever instant the answer is evaluated at.
+  // Set (to zero) even when not leader, so the JSON always carries it.
+  *out->mutable_valid_until_boottime() =
+      ToDuration(leader ? snapshot.leader_until.SinceOrigin() : absl::ZeroDuration());
   out->set_identity(snapshot.identity);
   out->set_holder_identity(snapshot.holder_identity);
   out->set_fencing_token(NarrowToken(snapshot.fencing_token));
+  out->set_fencing_revision(snapshot.fencing_revision);
   out->set_lease_name(snapshot.lease_name);
   out->set_lease_namespace(snapshot.lease_namespace);
   out->set_lease_uid(snapshot.lease_uid);

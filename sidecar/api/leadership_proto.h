@@ -17,12 +17,19 @@
 namespace baton {
 
 // Fills `out` (cleared first) from `snapshot`, evaluating is_leader and
-// valid_for at clock.Monotonic(). Thread-safe; does no I/O.
+// valid_for at clock.Monotonic(). valid_until_boottime is the snapshot's
+// leader_until (an absolute CLOCK_BOOTTIME reading with the system clock)
+// while is_leader, zero otherwise. Thread-safe; does no I/O.
+//
+// An answer that may say leader must be built from a snapshot obtained from
+// LeadershipPublisher::Answer at the time it is built, so its promise is on
+// the ledger.
 void LeadershipToProto(const Leadership& snapshot, const Clock& clock, v1::Leadership* out);
 
 // The same, evaluated at the monotonic instant `at` instead of now. For a
 // cached answer, evaluate at the end of the window it will be served in: an
-// answer evaluated later than it is served only ever understates leadership.
+// answer evaluated later than it is served only ever understates leadership
+// (valid_for; valid_until_boottime is the same absolute deadline either way).
 void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out);
 
 // The proto3 JSON form of `message` as the HTTP API serves it: lowerCamelCase

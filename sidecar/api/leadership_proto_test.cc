@@ -2,6 +2,7 @@
 
 #include "boost/json/parse.hpp"
 #include "boost/json/value.hpp"
+#include "google/protobuf/util/time_util.h"
 #include "gtest/gtest.h"
 #include "sidecar/api/testing/api_test_env.h"
 #include "sidecar/common/fake_clock.h"
@@ -38,6 +39,34 @@ TEST(LeadershipProtoTest, LeaderHasEveryField) {
   EXPECT_FALSE(m.stepping_down());
 }
 
+TEST(LeadershipProtoTest, FencingRevisionComesFromTheSnapshot) {
+  FakeClock clock;
+  Leadership l = Leading(clock, 7);
+  l.fencing_revision = 4711;
+  v1::Leadership m;
+  LeadershipToProto(l, clock, &m);
+  EXPECT_EQ(m.fencing_revision(), 4711);
+}
+
+TEST(LeadershipProtoTest, ValidUntilBoottimeIsTheAbsoluteDeadlineWhileLeader) {
+  FakeClock clock;
+  const Leadership snapshot = Leading(clock, 3, absl::Seconds(10));
+  const absl::Duration deadline = snapshot.leader_until.SinceOrigin();
+  v1::Leadership m;
+  LeadershipToProto(snapshot, clock, &m);
+  EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(m.valid_until_boottime()),
+            absl::ToInt64Nanoseconds(deadline));
+  // Evaluated later (a cached answer): valid_for shrinks, the deadline does not move.
+  LeadershipToProto(snapshot, clock.Monotonic() + absl::Seconds(4), &m);
+  EXPECT_EQ(m.valid_for().seconds(), 6);
+  EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(m.valid_until_boottime()),
+            absl::ToInt64Nanoseconds(deadline));
+  // Not leader at the evaluation instant: zero.
+  LeadershipToProto(snapshot, snapshot.leader_until, &m);
+  EXPECT_FALSE(m.is_leader());
+  EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(m.valid_until_boottime()), 0);
+}
+
 TEST(LeadershipProtoTest, IsLeaderAndValidForAreEvaluatedWhenConverted) {
   FakeClock clock;
   const Leadership snapshot = Leading(clock, 3, absl::Seconds(10));
@@ -66,9 +95,10 @@ TEST(LeadershipProtoTest, SteppingDownIsNotLeader) {
 TEST(LeadershipProtoTest, JsonUsesCamelCaseNamesAndNumericToken) {
   FakeClock clock;
   const boost::json::object json = JsonOf(Leading(clock, 42), clock);
-  for (const char* field : {"isLeader", "identity", "holderIdentity", "fencingToken", "leaseName",
-                            "leaseNamespace", "leaseUid", "acquireTime", "renewTime", "validFor",
-                            "leaseDuration", "observed", "steppingDown"}) {
+  for (const char* field :
+       {"isLeader", "identity", "holderIdentity", "fencingToken", "leaseName", "leaseNamespace",
+        "leaseUid", "acquireTime", "renewTime", "validFor", "leaseDuration", "observed",
+        "steppingDown", "fencingRevision", "validUntilBoottime"}) {
     EXPECT_TRUE(json.contains(field)) << field;
   }
   ASSERT_TRUE(json.at("fencingToken").is_int64()) << "fencing token must be a JSON number";
@@ -76,6 +106,9 @@ TEST(LeadershipProtoTest, JsonUsesCamelCaseNamesAndNumericToken) {
   EXPECT_EQ(json.at("isLeader"), true);
   EXPECT_EQ(json.at("validFor"), "10s");
   EXPECT_EQ(json.at("leaseDuration"), "15s");
+  // proto3 JSON prints an int64 as a string; the deadline is seconds since boot.
+  EXPECT_EQ(json.at("fencingRevision"), "0");
+  EXPECT_EQ(json.at("validUntilBoottime"), "3610s");  // FakeClock starts 1h after its origin
 }
 
 TEST(LeadershipProtoTest, JsonPrintsFalseAndZeroFields) {
@@ -87,6 +120,8 @@ TEST(LeadershipProtoTest, JsonPrintsFalseAndZeroFields) {
   ASSERT_TRUE(json.at("fencingToken").is_int64());
   EXPECT_EQ(json.at("fencingToken").as_int64(), 0);
   EXPECT_EQ(json.at("validFor"), "0s");
+  EXPECT_EQ(json.at("validUntilBoottime"), "0s");
+  EXPECT_EQ(json.at("fencingRevision"), "0");
   // Unknown times are absent rather than the epoch.
   EXPECT_FALSE(json.contains("acquireTime"));
   EXPECT_FALSE(json.contains("renewTime"));

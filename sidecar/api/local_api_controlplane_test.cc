@@ -66,7 +66,7 @@ class Sidecar {
         "--lease-namespace=" + ns,
         "--identity=" + identity_,
         "--kubeconfig=" + testing::ControlPlane::Get().AdminKubeconfig(),
-        "--lease-duration=2s",
+        "--lease-duration=3s",
         "--renew-deadline=1500ms",
         "--retry-period=250ms",
         absl::StrCat("--http-addr=127.0.0.1:", http_port_),

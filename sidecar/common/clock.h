@@ -15,6 +15,7 @@
 
 #include <compare>
 
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 
@@ -48,7 +49,7 @@ class MonoTime {
   absl::Duration since_origin_;
 };
 
-// Source of time. Implementations are thread-safe.
+// Source of time, and of waiting for it. Implementations are thread-safe.
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -56,6 +57,12 @@ class Clock {
   virtual MonoTime Monotonic() const = 0;
   // Wall-clock time, for Lease timestamps only.
   virtual absl::Time Wall() const = 0;
+  // Blocks until `cond` holds or Monotonic() reaches `deadline`, like
+  // absl::Mutex::AwaitWithDeadline but on this clock. `mu` must be held; it
+  // is released while waiting and held again on return. Returns cond's value.
+  // Anything that makes `cond` true must do so under `mu`.
+  virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
+                          MonoTime deadline) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 };
 
 // The process-wide real clock (CLOCK_BOOTTIME and CLOCK_REALTIME). Never null.

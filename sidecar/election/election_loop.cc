@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "sidecar/common/log.h"
+
 namespace baton {
 
 ElectionLoop::ElectionLoop(Elector* elector, LeadershipPublisher* publisher)
@@ -22,9 +24,9 @@ void ElectionLoop::Start() {
   thread_ = std::thread(&ElectionLoop::Run, this);
 }
 
-void ElectionLoop::Observe(std::optional<LeaseRecord> record) {
+void ElectionLoop::Observe(LeaseEvent event) {
   absl::MutexLock lock(&mu_);
-  observation_ = std::move(record);
+  observation_ = std::move(event);
 }
 
 void ElectionLoop::SetWatchAvailable(bool available) {
@@ -32,23 +34,33 @@ void ElectionLoop::SetWatchAvailable(bool available) {
   watch_available_ = available;
 }
 
-bool ElectionLoop::Resign(absl::Duration timeout) {
+bool ElectionLoop::Resign() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!started_ || finished_ || stop_deadline_) return false;
+    resign_requested_ = true;
+  }
+  publisher_->StepDown();
+  return true;
+}
+
+void ElectionLoop::PromisesChanged() {
   absl::MutexLock lock(&mu_);
-  if (!started_ || finished_ || stop_deadline_) return false;
-  const uint64_t id = ++resigns_requested_;
-  auto stepped_down = [this, id]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return resigns_stepped_down_ >= id || finished_;
-  };
-  mu_.AwaitWithTimeout(absl::Condition(&stepped_down), timeout);
-  return resigns_stepped_down_ >= id;
+  promises_changed_ = true;
 }
 
 bool ElectionLoop::Shutdown(absl::Duration grace) {
+  MonoTime deadline;
   {
     absl::MutexLock lock(&mu_);
     if (!started_) return true;
     if (!stop_deadline_) stop_deadline_ = clock_->Monotonic() + grace;
-    mu_.AwaitWithTimeout(absl::Condition(&finished_), grace);
+    deadline = *stop_deadline_;
+  }
+  publisher_->StepDown();
+  {
+    absl::MutexLock lock(&mu_);
+    clock_->AwaitUntil(&mu_, absl::Condition(&finished_), deadline);
     if (!finished_) return false;
   }
   if (thread_.joinable()) thread_.join();
@@ -62,61 +74,76 @@ ElectionHealth ElectionLoop::Health() const {
 
 void ElectionLoop::Run() {
   MonoTime wake = clock_->Monotonic();
+  std::optional<StepDown> step_down;
+  std::optional<MonoTime> stop_deadline;
   for (;;) {
     const Work work = WaitForWork(wake);
     if (work.watch_available) wake = elector_->SetWatchAvailable(*work.watch_available);
     if (work.observation) wake = elector_->Observe(*work.observation);
-    if (work.stop_deadline) {
+    if (work.stop_deadline) stop_deadline = work.stop_deadline;
+    if ((work.resign || stop_deadline) && !step_down) {
+      const Leadership before = elector_->Snapshot();
+      step_down = StepDown{before.fencing_token, before.holding};
       elector_->BeginStepDown();
       Publish();
-      // Past the grace period the process is about to be killed anyway; a
-      // release that cannot finish in time only delays the exit.
-      if (clock_->Monotonic() < *work.stop_deadline) {
-        elector_->Release();
-        Publish();
-      }
-      absl::MutexLock lock(&mu_);
-      finished_ = true;
-      return;
     }
-    if (work.resign_requests > 0) {
-      elector_->BeginStepDown();
-      Publish();
-      {
-        absl::MutexLock lock(&mu_);
-        resigns_stepped_down_ = work.resign_requests;
-      }
-      wake = elector_->Resign();
+    if (!step_down) {
+      if (clock_->Monotonic() >= wake) wake = elector_->Step();
       Publish();
       continue;
     }
-    if (clock_->Monotonic() >= wake) wake = elector_->Step();
+
+    // Step 2 of the handshake: the promises of the term, then the release.
+    const MonoTime now = clock_->Monotonic();
+    const MonoTime settled = SettledAt(*step_down, now);
+    if (stop_deadline && now >= *stop_deadline) {
+      // Past the grace period the process is about to be killed anyway: a
+      // release now could not finish in time, and with promises outstanding
+      // it must not happen at all.
+      spdlog::warn(
+          "event=release_skipped reason=shutdown_grace_passed promises_outstanding_for={} "
+          "next=\"exit; the Lease expires on its own, after every promise\"",
+          absl::FormatDuration(std::max(absl::ZeroDuration(), settled - now)));
+      break;
+    }
+    if (settled > now) {
+      wake = stop_deadline ? std::min(settled, *stop_deadline) : settled;
+      continue;
+    }
+    if (stop_deadline) {
+      elector_->Release();
+      Publish();
+      break;
+    }
+    wake = elector_->Resign();
+    step_down.reset();
     Publish();
   }
+  absl::MutexLock lock(&mu_);
+  finished_ = true;
+}
+
+MonoTime ElectionLoop::SettledAt(const StepDown& step_down, MonoTime now) const {
+  if (!step_down.holding) return now;
+  return publisher_->OutstandingUntil(step_down.token, now).value_or(now);
 }
 
 ElectionLoop::Work ElectionLoop::WaitForWork(MonoTime wake) {
-  // The retry period bounds each wait: see "Waiting" in the header.
-  const absl::Duration max_wait = elector_->options().retry_period;
   absl::MutexLock lock(&mu_);
-  for (;;) {
-    if (HasWorkLocked()) break;
-    const MonoTime now = clock_->Monotonic();
-    if (now >= wake) break;
-    mu_.AwaitWithTimeout(absl::Condition(this, &ElectionLoop::HasWorkLocked),
-                         std::min(wake - now, max_wait));
-  }
+  clock_->AwaitUntil(&mu_, absl::Condition(this, &ElectionLoop::HasWorkLocked), wake);
   Work work;
   work.observation = std::exchange(observation_, std::nullopt);
   work.watch_available = std::exchange(watch_available_, std::nullopt);
-  if (resigns_requested_ > resigns_taken_)
-    work.resign_requests = resigns_taken_ = resigns_requested_;
+  work.resign = std::exchange(resign_requested_, false);
+  promises_changed_ = false;
   work.stop_deadline = stop_deadline_;
+  if (stop_deadline_) stop_deadline_reported_ = true;
   return work;
 }
 
 bool ElectionLoop::HasWorkLocked() const {
-  return observation_ || watch_available_ || resigns_requested_ > resigns_taken_ || stop_deadline_;
+  return observation_ || watch_available_ || resign_requested_ || promises_changed_ ||
+         (stop_deadline_ && !stop_deadline_reported_);
 }
 
 void ElectionLoop::Publish() {

@@ -1,24 +1,30 @@
-// ElectionLoop: runs an Elector on a thread of its own and publishes what it
-// learns.
+// ElectionLoop: runs an Elector on a thread of its own, publishes what it
+// learns, and carries out the step-down handshake.
 //
 // The loop calls Elector::Step() whenever the elector asks to run, feeds it
 // watch events and watch availability as they arrive (waking it early), and
 // publishes Elector::Snapshot() to the LeadershipPublisher after every call.
-// It also carries out Resign() and Shutdown() on its thread, publishing the
-// stepping-down snapshot before the release write goes out, so no reader sees
-// this pod as leader while (or after) the Lease is handed over. All election
-// logic lives in Elector; this class only waits and hands over.
+// All election logic lives in Elector; this class waits, hands over, and
+// decides when a step-down may release the Lease.
 //
-// Waiting: absl::Mutex deadlines run on real (wall-clock) time, while the
-// elector's times are on the injected monotonic clock. The loop converts by
-// waiting for (wake - clock->Monotonic()) and re-reading the clock when it
-// wakes; no single wait is longer than the retry period, so a step of the wall
-// clock delays a wake by at most that much.
+// The step-down handshake (docs/design.md), for Resign() and Shutdown():
+//   1. at once, on the caller's thread, LeadershipPublisher::StepDown(): from
+//      then on no answer says leader and watchers are told stepping_down;
+//   2. on the loop's thread, wait until every promise of the term is
+//      acknowledged or has lapsed (LeadershipPublisher::OutstandingUntil),
+//      and, on shutdown, no longer than the grace period;
+//   3. release (Elector::Resign, which then campaigns again, or
+//      Elector::Release, after which the thread ends). A shutdown whose grace
+//      ran out first exits without releasing: the Lease then expires, which
+//      keeps every promise.
+//
+// Waiting is on the elector's clock (Clock::AwaitUntil), so with a FakeClock
+// the loop moves exactly when a test advances time.
 //
 // Thread-safety: every public method is thread-safe, except that Start(),
 // Shutdown() and the destructor must not run concurrently with each other.
-// Resign(), Shutdown() and the destructor wait for the loop's thread, so they
-// must not be called from a LeadershipPublisher subscriber callback or an
+// Shutdown() and the destructor wait for the loop's thread, so they must not
+// be called from a LeadershipPublisher subscriber callback or an
 // ElectionListener, which run on that thread.
 #ifndef BATON_SIDECAR_ELECTION_ELECTION_LOOP_H_
 #define BATON_SIDECAR_ELECTION_ELECTION_LOOP_H_
@@ -52,28 +58,29 @@ class ElectionLoop {
   // Starts the thread; the first Step() runs at once. Call at most once.
   void Start();
 
-  // Hands a watch event (nullopt: the Lease was deleted) to the loop and
-  // returns at once. Events not yet processed are coalesced: only the latest
-  // state matters.
-  void Observe(std::optional<LeaseRecord> record);
+  // Hands a watch event to the loop and returns at once. Events not yet
+  // processed are coalesced: only the latest matters.
+  void Observe(LeaseEvent event);
   // Tells the loop whether a watch feeds Observe() (see
   // Elector::SetWatchAvailable). Returns at once.
   void SetWatchAvailable(bool available);
 
-  // Asks the loop to step down and release now (Elector::Resign) and waits up
-  // to `timeout` until it has published the stepped-down snapshot, so every
-  // answer from then on says not leader; the release write follows on the
-  // loop's thread without being waited for. Returns whether the step-down was
-  // published in time; if not, it still happens once the loop gets to it.
-  // False also after Shutdown.
-  bool Resign(absl::Duration timeout);
+  // Steps down now and releases once the promises are settled, then keeps
+  // campaigning (Elector::Resign). When it returns true, no answer says this
+  // pod leads any more; the rest happens on the loop's thread. Never waits
+  // for the loop. False (and nothing done) before Start or after Shutdown.
+  bool Resign();
 
-  // Publishes stepping_down, releases the Lease (Elector::Release) if the
-  // grace period has not passed yet, publishes again and ends the thread.
-  // Waits up to `grace` for all that. Returns true if the thread ended in
-  // time (it has then been joined), false if it is still finishing a store
-  // call, bounded by the store's request deadline (the destructor waits for
-  // it). A no-op returning true if the loop never started.
+  // Tells the loop a promise was acknowledged (LeadershipPublisher::
+  // Acknowledge), so a pending release can go ahead. Returns at once.
+  void PromisesChanged();
+
+  // Steps down now, waits for the promises up to `grace`, releases if they
+  // were settled in time, and ends the thread. Waits up to `grace` for all
+  // that. Returns true if the thread ended in time (it has then been
+  // joined), false if it is still finishing a store call, bounded by the
+  // store's request deadline (the destructor waits for it). A no-op
+  // returning true if the loop never started.
   bool Shutdown(absl::Duration grace);
 
   // The elector's health as of the end of the loop's last iteration; until
@@ -83,10 +90,15 @@ class ElectionLoop {
  private:
   // What other threads asked for since the loop last looked.
   struct Work {
-    std::optional<std::optional<LeaseRecord>> observation;
+    std::optional<LeaseEvent> observation;
     std::optional<bool> watch_available;
-    uint64_t resign_requests = 0;  // the highest request id taken
+    bool resign = false;
     std::optional<MonoTime> stop_deadline;
+  };
+  // A step-down in progress: of which term, if this elector held one.
+  struct StepDown {
+    int64_t token = 0;
+    bool holding = false;
   };
 
   void Run();
@@ -96,6 +108,9 @@ class ElectionLoop {
   bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Publishes the elector's snapshot and records its health.
   void Publish() ABSL_LOCKS_EXCLUDED(mu_);
+  // When the promises of `step_down`'s term will all be settled; now or
+  // earlier if they are.
+  MonoTime SettledAt(const StepDown& step_down, MonoTime now) const;
 
   Elector* const elector_;
   Clock* const clock_;
@@ -105,12 +120,13 @@ class ElectionLoop {
   mutable absl::Mutex mu_;
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<std::optional<LeaseRecord>> observation_ ABSL_GUARDED_BY(mu_);
+  std::optional<LeaseEvent> observation_ ABSL_GUARDED_BY(mu_);
   std::optional<bool> watch_available_ ABSL_GUARDED_BY(mu_);
-  uint64_t resigns_requested_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t resigns_taken_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t resigns_stepped_down_ ABSL_GUARDED_BY(mu_) = 0;
+  bool resign_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool promises_changed_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<MonoTime> stop_deadline_ ABSL_GUARDED_BY(mu_);
+  // The loop has taken stop_deadline_ (it keeps it from then on).
+  bool stop_deadline_reported_ ABSL_GUARDED_BY(mu_) = false;
   ElectionHealth health_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,16 +1,20 @@
-// ElectionLoop on real threads and the real clock, with durations chosen so
-// that each assertion has seconds of slack: the tests check what happens and
-// in which order, never exact timings.
+// ElectionLoop on real threads. The first tests run on the real clock, with
+// durations chosen so that each assertion has seconds of slack: they check
+// what happens and in which order, never exact timings. The step-down
+// handshake tests run on a FakeClock: the loop then moves only when the test
+// advances time, so "not before the promise lapses" is exact.
 #include "sidecar/election/election_loop.h"
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 #include "sidecar/common/clock.h"
+#include "sidecar/common/fake_clock.h"
 #include "sidecar/election/elector.h"
 #include "sidecar/election/fake_lease_store.h"
 #include "sidecar/election/leadership.h"
@@ -33,8 +37,10 @@ constexpr Timing kSlowExpiry = {absl::Seconds(60), absl::Seconds(40), absl::Mill
 // One sidecar's engine: elector, publisher and loop.
 class Candidate {
  public:
-  Candidate(const std::string& identity, LeaseStore* store, Timing timing)
-      : elector_(Options(identity, timing), SystemClock(), store),
+  Candidate(const std::string& identity, LeaseStore* store, Timing timing,
+            Clock* clock = SystemClock())
+      : clock_(clock),
+        elector_(Options(identity, timing), clock, store),
         publisher_(elector_.Snapshot()),
         loop_(&elector_, &publisher_) {}
 
@@ -53,7 +59,7 @@ class Candidate {
     return true;
   }
   bool WaitUntilLeader() {
-    return WaitUntil([](const Leadership& l) { return l.IsLeader(SystemClock()->Monotonic()); });
+    return WaitUntil([this](const Leadership& l) { return l.IsLeader(clock_->Monotonic()); });
   }
 
  private:
@@ -68,6 +74,7 @@ class Candidate {
     return o;
   }
 
+  Clock* const clock_;
   Elector elector_;
   LeadershipPublisher publisher_;
   ElectionLoop loop_;
@@ -75,11 +82,18 @@ class Candidate {
 
 class ElectionLoopTest : public ::testing::Test {
  protected:
+  // A released Lease: free at once (a candidate that finds no Lease at all
+  // waits a lease duration first, which is the elector's business).
+  void SetUp() override {
+    LeaseRecord released;
+    released.lease_duration_seconds = 1;
+    store_.Set(released);
+  }
   // Feeds every change of the store to the candidates' loops, like a watch.
   void WatchFor(const std::vector<Candidate*>& candidates) {
     for (Candidate* c : candidates) c->loop().SetWatchAvailable(true);
-    store_.SetWatcher([candidates](const std::optional<LeaseRecord>& lease) {
-      for (Candidate* c : candidates) c->loop().Observe(lease);
+    store_.SetWatcher([candidates](const LeaseEvent& event) {
+      for (Candidate* c : candidates) c->loop().Observe(event);
     });
   }
   void TearDown() override { store_.SetWatcher(nullptr); }
@@ -147,7 +161,7 @@ TEST_F(ElectionLoopTest, ReleaseReachesAWatchingFollowerLongBeforeExpiry) {
   ASSERT_TRUE(leader.loop().Shutdown(kPatience));
   ASSERT_TRUE(follower.WaitUntilLeader());
   EXPECT_LT(absl::Now() - released, kSlowExpiry.lease_duration / 2);
-  EXPECT_EQ(store_.Current()->lease_transitions, 1);
+  EXPECT_EQ(store_.Current()->lease_transitions, 2);
 }
 
 TEST_F(ElectionLoopTest, ResignHandsOverAndDoesNotTakeItBack) {
@@ -159,13 +173,13 @@ TEST_F(ElectionLoopTest, ResignHandsOverAndDoesNotTakeItBack) {
   second.loop().Start();
   ASSERT_TRUE(second.WaitUntil([](const Leadership& l) { return l.holder_identity == "first"; }));
 
-  EXPECT_TRUE(first.loop().Resign(kPatience));
+  EXPECT_TRUE(first.loop().Resign());
   EXPECT_FALSE(first.Current().IsLeader(SystemClock()->Monotonic()));
   ASSERT_TRUE(second.WaitUntilLeader());
   ASSERT_TRUE(first.WaitUntil([](const Leadership& l) { return l.holder_identity == "second"; }));
   EXPECT_FALSE(first.Current().holding);
   EXPECT_FALSE(first.Current().stepping_down) << "still campaigning";
-  EXPECT_EQ(store_.Current()->lease_transitions, 1);
+  EXPECT_EQ(store_.Current()->lease_transitions, 2);
 }
 
 TEST_F(ElectionLoopTest, HealthShowsApiContactAndAFutureStep) {
@@ -187,9 +201,158 @@ TEST_F(ElectionLoopTest, DestroyingARunningLoopStepsDownWithoutReleasing) {
 
 TEST_F(ElectionLoopTest, ShutdownAndResignBeforeStartDoNothing) {
   Candidate me("me", &store_, kFast);
-  EXPECT_FALSE(me.loop().Resign(absl::Milliseconds(10)));
+  EXPECT_FALSE(me.loop().Resign());
   EXPECT_TRUE(me.loop().Shutdown(absl::Milliseconds(10)));
   EXPECT_EQ(store_.TotalCalls(), 0);
+}
+
+// --- The step-down handshake, on a FakeClock -----------------------------
+
+// A LeaseStore whose calls block while the gate is closed: the loop's thread
+// stuck in a slow API call.
+class GatedStore final : public LeaseStore {
+ public:
+  explicit GatedStore(LeaseStore* inner) : inner_(inner) {}
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    open_ = false;
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+  absl::StatusOr<LeaseRecord> Get() override { return Through([&] { return inner_->Get(); }); }
+  absl::StatusOr<LeaseRecord> Create(const LeaseRecord& r) override {
+    return Through([&] { return inner_->Create(r); });
+  }
+  absl::StatusOr<LeaseRecord> Update(const LeaseRecord& r) override {
+    return Through([&] { return inner_->Update(r); });
+  }
+
+ private:
+  template <typename F>
+  absl::StatusOr<LeaseRecord> Through(F call) {
+    {
+      absl::MutexLock lock(&mu_);
+      mu_.Await(absl::Condition(&open_));
+    }
+    return call();
+  }
+  LeaseStore* const inner_;
+  absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = true;
+};
+
+class StepDownHandshakeTest : public ElectionLoopTest {
+ protected:
+  // Starts a leader on the fake clock and waits until it leads.
+  void StartLeader(Candidate* c) {
+    c->loop().Start();
+    ASSERT_TRUE(c->WaitUntilLeader());
+  }
+  // Advances the fake clock in small steps until `done` holds (the loop
+  // reacts on its own thread) or `limit` of fake time has passed.
+  bool AdvanceUntil(const std::function<bool()>& done, absl::Duration limit) {
+    for (absl::Duration d; d <= limit; d += absl::Milliseconds(50)) {
+      if (WaitRealTime(done, absl::Milliseconds(20))) return true;
+      clock_.Advance(absl::Milliseconds(50));
+    }
+    return WaitRealTime(done, absl::Milliseconds(200));
+  }
+  static bool WaitRealTime(const std::function<bool()>& done, absl::Duration patience) {
+    const absl::Time deadline = absl::Now() + patience;
+    while (!done()) {
+      if (absl::Now() >= deadline) return false;
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return true;
+  }
+  bool Released() const { return store_.Current() && store_.Current()->holder_identity.empty(); }
+
+  FakeClock clock_;
+};
+
+TEST_F(StepDownHandshakeTest, ResignStopsAnsweringLeaderAtOnceEvenWhileTheLoopIsBlocked) {
+  GatedStore gated(&store_);
+  Candidate me("me", &gated, kFast, &clock_);
+  StartLeader(&me);
+  gated.Close();  // the next renew hangs in the store
+  clock_.Advance(kFast.retry_period * 2);
+
+  EXPECT_TRUE(me.loop().Resign());
+  EXPECT_TRUE(me.Current().stepping_down);
+  EXPECT_FALSE(me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(
+      clock_.Monotonic()));
+  gated.Open();
+  EXPECT_TRUE(me.loop().Shutdown(kPatience));
+}
+
+TEST_F(StepDownHandshakeTest, ResignReleasesOnlyOnceTheClientAcknowledges) {
+  Candidate me("me", &store_, kFast, &clock_);
+  StartLeader(&me);
+  const MonoTime promised_until =
+      me.publisher().Answer("app", clock_.Monotonic()).leadership.leader_until;
+  const int64_t token = me.Current().fencing_token;
+
+  ASSERT_TRUE(me.loop().Resign());
+  // The promise runs for seconds more; nothing is released meanwhile.
+  EXPECT_FALSE(AdvanceUntil([&] { return Released(); }, absl::Seconds(1)));
+  ASSERT_LT(clock_.Monotonic(), promised_until);
+
+  EXPECT_TRUE(me.publisher().Acknowledge("app", token));
+  me.loop().PromisesChanged();
+  EXPECT_TRUE(WaitRealTime([&] { return Released(); }, kPatience));
+  EXPECT_LT(clock_.Monotonic(), promised_until) << "released before the promise lapsed";
+  EXPECT_TRUE(me.loop().Shutdown(kPatience));
+}
+
+TEST_F(StepDownHandshakeTest, AnAnonymousPromiseHoldsTheReleaseUntilItLapses) {
+  Candidate me("me", &store_, kFast, &clock_);
+  StartLeader(&me);
+  const MonoTime promised_until =
+      me.publisher().Answer("", clock_.Monotonic()).leadership.leader_until;
+
+  ASSERT_TRUE(me.loop().Resign());
+  ASSERT_TRUE(AdvanceUntil([&] { return Released(); }, kFast.renew_deadline * 2));
+  EXPECT_GE(clock_.Monotonic(), promised_until) << "released before the promise lapsed";
+  EXPECT_TRUE(me.loop().Shutdown(kPatience));
+}
+
+TEST_F(StepDownHandshakeTest, AnAcknowledgementForAnotherTermDoesNotRelease) {
+  Candidate me("me", &store_, kFast, &clock_);
+  StartLeader(&me);
+  me.publisher().Answer("app", clock_.Monotonic());
+  const int64_t token = me.Current().fencing_token;
+
+  ASSERT_TRUE(me.loop().Resign());
+  EXPECT_FALSE(me.publisher().Acknowledge("app", token - 1));
+  EXPECT_FALSE(me.publisher().Acknowledge("someone-else", token));
+  me.loop().PromisesChanged();
+  EXPECT_FALSE(AdvanceUntil([&] { return Released(); }, absl::Seconds(1)));
+  EXPECT_TRUE(me.publisher().Acknowledge("app", token));
+  EXPECT_TRUE(me.loop().Shutdown(kPatience));
+}
+
+TEST_F(StepDownHandshakeTest, ShutdownWhoseGraceEndsBeforeThePromiseExitsWithoutReleasing) {
+  Candidate me("me", &store_, kFast, &clock_);
+  StartLeader(&me);
+  me.publisher().Answer("", clock_.Monotonic());
+
+  std::thread stopper([&] { EXPECT_FALSE(me.loop().Shutdown(absl::Seconds(1))); });
+  ASSERT_TRUE(WaitRealTime([&] { return me.Current().stepping_down; }, kPatience));
+  EXPECT_FALSE(AdvanceUntil([&] { return Released(); }, absl::Seconds(2)));
+  stopper.join();
+  EXPECT_EQ(store_.Current()->holder_identity, "me") << "a promise was still outstanding";
+}
+
+TEST_F(StepDownHandshakeTest, ShutdownWithEveryPromiseAcknowledgedReleasesAtOnce) {
+  Candidate me("me", &store_, kFast, &clock_);
+  StartLeader(&me);
+  me.publisher().Answer("app", clock_.Monotonic());
+  ASSERT_TRUE(me.publisher().Acknowledge("app", me.Current().fencing_token));
+
+  EXPECT_TRUE(me.loop().Shutdown(kPatience));
+  EXPECT_TRUE(Released());
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "sidecar/election/elector.h"
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -49,6 +50,7 @@ MonoTime Elector::Step() {
   if (holding_) {
     LeaseRecord next = *record_;
     next.renew_time = WallNow();
+    next.lease_duration_seconds = WrittenDurationSeconds();
     const absl::Status renewed = WriteAsHolder(Write::kRenew, next);
     if (!absl::IsAborted(renewed) && !absl::IsNotFound(renewed)) {
       return Schedule(clock_->Monotonic(), renewed.ok());
@@ -62,13 +64,16 @@ MonoTime Elector::Step() {
   if (!read.ok() && !absl::IsNotFound(read.status())) return Schedule(now, false);
   Note(read.ok() ? std::optional<LeaseRecord>(*read) : std::nullopt, now);
   if (!record_) {
-    if (ActAt(now) > now) return Schedule(now, true);  // resigned: let others have it
+    // A vanished holder's term, no history yet, or resigned: not yet.
+    if (ActAt(now) > now) return Schedule(now, true);
+    const std::optional<int32_t> token = NextToken();
+    if (!token) return Schedule(now, true);
     LeaseRecord fresh;
     fresh.holder_identity = options_.identity;
     fresh.lease_duration_seconds = WrittenDurationSeconds();
     fresh.acquire_time = fresh.renew_time = WallNow();
+    fresh.lease_transitions = *token;
     if (highest_transitions_) {
-      fresh.lease_transitions = *highest_transitions_ + 1;
       spdlog::info(
           "event=recreating_lease lease={} token={} highest_seen={} next=\"create it with a "
           "token above every one seen, so fencing tokens keep increasing\"",
@@ -89,31 +94,48 @@ MonoTime Elector::Step() {
   LeaseRecord next = *record_;
   Write kind = Write::kRenew;
   next.renew_time = WallNow();
+  next.lease_duration_seconds = WrittenDurationSeconds();
   if (!IsOurs(next)) {
-    kind = Write::kTakeOver;
-    next.holder_identity = options_.identity;
-    next.lease_duration_seconds = WrittenDurationSeconds();
-    next.acquire_time = next.renew_time;
     // highest_transitions_ includes this record's; it is higher only if the
     // Lease was recreated with a lower count since we last saw it.
-    next.lease_transitions = *highest_transitions_ + 1;
+    const std::optional<int32_t> token = NextToken();
+    if (!token) return Schedule(now, true);
+    kind = Write::kTakeOver;
+    next.holder_identity = options_.identity;
+    next.acquire_time = next.renew_time;
+    next.lease_transitions = *token;
   }
   absl::Status written = WriteAsHolder(kind, next);
   if (absl::IsAborted(written) || absl::IsNotFound(written)) written = ReadAfterConflict();
   return Schedule(clock_->Monotonic(), written.ok());
 }
 
-MonoTime Elector::Observe(const std::optional<LeaseRecord>& record) {
+MonoTime Elector::Observe(const LeaseEvent& event) {
   const MonoTime now = clock_->Monotonic();
   last_api_contact_ = now;
-  // A watch event for the version our last write replaced arrived late; what
-  // we wrote is newer.
-  if (record && !replaced_resource_version_.empty() &&
-      record->resource_version == replaced_resource_version_) {
+  const std::optional<int64_t> revision = ResourceVersionNumber(event.resource_version);
+  // An absence we cannot order (a GET that found nothing), or an event older
+  // than what this elector already knows (e.g. of the version its own last
+  // write replaced): it tells nothing new.
+  if (!event.record && !revision) return next_step_;
+  if (revision && known_revision_ && *revision <= *known_revision_) return next_step_;
+  if (revision) known_revision_ = revision;
+  if (holding_) {
+    // Our term, edited by someone else (annotations, or a cut
+    // leaseDurationSeconds, which the next renew puts back at once).
+    if (event.record && IsOurs(*event.record)) {
+      Note(event.record, now);
+      if (event.record->lease_duration_seconds != WrittenDurationSeconds()) next_step_ = now;
+      return next_step_;
+    }
+    // Someone else's term or a deletion, as far as this event says. It may
+    // be stale, so it cannot end ours; the step it brings forward decides
+    // from its own write and read.
+    next_step_ = now;
     return next_step_;
   }
-  Note(record, now);
-  if (!holding_) next_step_ = watch_available_ ? ActAt(now) : std::min(next_step_, ActAt(now));
+  Note(event.record, now);
+  next_step_ = watch_available_ ? ActAt(now) : std::min(next_step_, ActAt(now));
   return next_step_;
 }
 
@@ -186,11 +208,15 @@ Leadership Elector::Snapshot() const {
   if (holding_) {
     l.leader_until = leader_until_;
     l.fencing_token = term_->lease_transitions;
+    l.fencing_revision = term_->revision.value_or(0);
   }
   if (record_) {
     l.lease_uid = record_->uid;
     l.holder_identity = record_->holder_identity;
-    if (!holding_) l.fencing_token = record_->lease_transitions;
+    if (!holding_) {
+      l.fencing_token = record_->lease_transitions;
+      l.fencing_revision = ResourceVersionNumber(record_->resource_version).value_or(0);
+    }
     l.acquire_time = record_->acquire_time;
     l.renew_time = record_->renew_time;
     l.lease_duration_seconds = record_->lease_duration_seconds;
@@ -219,10 +245,56 @@ MonoTime Elector::Schedule(MonoTime now, bool api_answered) {
 }
 
 MonoTime Elector::ActAt(MonoTime now) const {
-  if (!record_ || record_->holder_identity.empty() || IsOurs(*record_)) {
-    return resign_hold_off_until_ ? std::max(now, *resign_hold_off_until_) : now;
+  if (claimed_until_) return *claimed_until_;
+  return resign_hold_off_until_ ? std::max(now, *resign_hold_off_until_) : now;
+}
+
+std::optional<int32_t> Elector::NextToken() const {
+  if (!highest_transitions_) return 0;
+  if (*highest_transitions_ < std::numeric_limits<int32_t>::max()) return *highest_transitions_ + 1;
+  spdlog::error(
+      "event=token_exhausted lease={} highest_seen={} next=\"never acquire this Lease again: "
+      "leaseTransitions cannot grow past int32, so a new term could not get a higher fencing "
+      "token\"",
+      lease_ref_, *highest_transitions_);
+  return std::nullopt;
+}
+
+void Elector::UpdateClaim(const std::optional<LeaseRecord>* previous,
+                          const std::optional<LeaseRecord>& record, MonoTime now) {
+  // The claim of `holder` lasts `seconds` from now, and never less than
+  // already seen for the same term (an edit cannot shorten it).
+  auto claim = [&](const LeaseRecord& holder, int32_t seconds) {
+    Claim next{holder.holder_identity, holder.acquire_time, holder.lease_transitions};
+    MonoTime until = now + absl::Seconds(seconds);
+    if (claim_ == next && claimed_until_) until = std::max(until, *claimed_until_);
+    claim_ = std::move(next);
+    claimed_until_ = until;
+  };
+  auto free = [&] {
+    claim_.reset();
+    claimed_until_.reset();
+  };
+  if (record) {
+    if (record->holder_identity.empty() || IsOurs(*record)) return free();
+    return claim(*record, record->lease_duration_seconds);
   }
-  return observed_time_ + absl::Seconds(record_->lease_duration_seconds);
+  if (previous == nullptr) {
+    // No Lease, and no history: a leader may have just lost a deleted one.
+    claim_ = Claim{};
+    claimed_until_ = now + options_.lease_duration + 2 * options_.retry_period;
+    spdlog::info(
+        "event=no_lease lease={} next=\"create it in {} unless it appears: a candidate that saw "
+        "it vanish recreates it first\"",
+        lease_ref_, Fmt(*claimed_until_ - now));
+    return;
+  }
+  const std::optional<LeaseRecord>& last = *previous;
+  if (last && !last->holder_identity.empty() && !IsOurs(*last)) {
+    // Deleted under someone else: still theirs until their term would lapse.
+    return claim(*last, last->lease_duration_seconds);
+  }
+  free();  // deleted while ours, or after a release
 }
 
 absl::Duration Elector::JitteredRetryPeriod() {
@@ -230,12 +302,17 @@ absl::Duration Elector::JitteredRetryPeriod() {
 }
 
 void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
+  const bool first = !observed_;
   observed_ = true;
   if (record) {
     highest_transitions_ = std::max(highest_transitions_.value_or(record->lease_transitions),
                                     record->lease_transitions);
+    if (const std::optional<int64_t> rv = ResourceVersionNumber(record->resource_version)) {
+      known_revision_ = std::max(known_revision_.value_or(*rv), *rv);
+    }
   }
-  if (record == record_) return;
+  if (!first && record == record_) return;
+  UpdateClaim(first ? nullptr : &record_, record, now);
 
   const std::string previous_holder = record_ ? record_->holder_identity : "";
   if (record_ && !record) {
@@ -250,6 +327,7 @@ void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
   observed_time_ = now;
 
   const bool ours = record && IsOurs(*record);
+  if (ours && !term_->revision) term_->revision = ResourceVersionNumber(record->resource_version);
   if (record && !record->holder_identity.empty() && !ours) resign_hold_off_until_.reset();
   if (holding_ && !ours) StopHolding("lost", record ? "lease_changed_hands" : "lease_deleted");
 
@@ -275,7 +353,7 @@ bool Elector::IsOurs(const LeaseRecord& record) const {
 absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
   // Remember the acquisition before sending it: if it lands but the answer is
   // lost, the next read recognises it as ours.
-  if (kind != Write::kRenew) term_ = Term{*next.acquire_time, next.lease_transitions};
+  if (kind != Write::kRenew) term_ = Term{*next.acquire_time, next.lease_transitions, std::nullopt};
   const char* verb = kind == Write::kCreate     ? "create"
                      : kind == Write::kTakeOver ? "take_over"
                                                 : "renew";
@@ -295,11 +373,13 @@ absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
     return result.status();
   }
 
-  replaced_resource_version_ = next.resource_version;
   Note(*result, now);
   // The send time, not the answer's: the server may have applied the write
-  // (and followers started timing it) at any moment after we sent it.
-  leader_until_ = sent + options_.renew_deadline;
+  // (and followers started timing it) at any moment after we sent it. And no
+  // longer than what the duration written grants against followers (P6).
+  leader_until_ =
+      sent + std::min(options_.renew_deadline,
+                      SafeLeadershipFor(absl::Seconds(next.lease_duration_seconds)));
   if (!holding_) {
     holding_ = true;
     const char* how = kind == Write::kCreate     ? "created"
@@ -357,7 +437,6 @@ void Elector::ReleaseIfOurs(const char* why) {
         lease_ref_, why, LogValue(result.status().ToString()));
     return;
   }
-  replaced_resource_version_ = released.resource_version;
   Note(*result, now);
   spdlog::info("event=released lease={} why={} token={} next=\"followers may take it at once\"",
                lease_ref_, why, result->lease_transitions);

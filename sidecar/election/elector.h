@@ -11,24 +11,40 @@
 //   create    holderIdentity=self, leaseDurationSeconds, acquireTime=renewTime=now,
 //             leaseTransitions=0, or one above the highest this elector has
 //             seen for the Lease, so the fencing token never goes backwards
-//   renew     renewTime only
+//   renew     renewTime, and leaseDurationSeconds back to ours if someone
+//             changed it (it is the holder's promise)
 //   take over holderIdentity=self, leaseDurationSeconds, acquireTime=renewTime=now,
 //             leaseTransitions+1
 //   release   holderIdentity="", leaseDurationSeconds=1, acquireTime=renewTime=now
 // Every update carries the resourceVersion it was based on; a conflict means
 // someone else wrote first, and is answered with a fresh read, never a retry.
 //
-// Expiry of someone else's Lease is judged on the monotonic clock: from the
+// Expiry of someone else's claim is judged on the monotonic clock: from the
 // moment this elector last saw the record change (client-go's observedTime),
 // plus the leaseDurationSeconds written in it. Wall-clock times in the record
 // are written for other readers and never compared with the local wall clock.
+// Three rules keep a claim from ending early (docs/design.md, P4):
+//   * an edit of a term (same holder, acquireTime and leaseTransitions) never
+//     moves its expiry earlier, e.g. a third party cutting leaseDurationSeconds;
+//   * a deleted Lease stays claimed by its last holder until that holder's
+//     term would have lapsed (deletion observed + its leaseDurationSeconds);
+//   * an elector whose first observation is "no Lease" cannot know whether a
+//     leader just lost a deleted one, so it waits one lease duration plus two
+//     retry periods before creating it (time for any candidate that did see
+//     the Lease to notice the deletion and recreate it first).
 //
 // Leadership: after a successful write that makes (or keeps) this elector the
-// holder, it leads until (monotonic send time of that write) + renew_deadline.
-// Failed renews change nothing until then; past it, it no longer leads, and
-// keeps campaigning. The snapshot (Snapshot()) carries that instant so that
-// Leadership::IsLeader(now) answers correctly even if Step() is never called
-// again.
+// holder, it leads until (monotonic send time of that write) +
+// min(renew_deadline, SafeLeadershipFor(the leaseDurationSeconds written))
+// (timing.h). Failed renews change nothing until then; past it, it no longer
+// leads, and keeps campaigning. The snapshot (Snapshot()) carries that instant
+// so that Leadership::IsLeader(now) answers correctly even if Step() is never
+// called again.
+//
+// Ordering: observations carry resourceVersions; one older than what the
+// elector already knows is dropped. Watch events never end a term: one that
+// shows the Lease changed under a leader only makes the next Step() come at
+// once, and that step's own write and read decide.
 //
 // "Our term": a record counts as this elector's own only if it names this
 // identity AND carries the acquireTime and leaseTransitions of an acquisition
@@ -55,6 +71,7 @@
 #include "sidecar/election/leadership.h"
 #include "sidecar/election/lease_record.h"
 #include "sidecar/election/lease_store.h"
+#include "sidecar/election/timing.h"
 
 namespace baton {
 
@@ -117,9 +134,10 @@ class Elector {
     ElectionListener* listener = nullptr;
   };
 
-  // Preconditions: the durations are positive, renew_deadline < lease_duration
-  // and retry_period × (1 + kMaxJitter) < renew_deadline (the daemon validates
-  // its flags with ValidateTiming); identity is not empty. `clock` and `store`
+  // Preconditions: the durations are positive, renew_deadline <=
+  // SafeLeadershipFor(lease_duration) (timing.h) and retry_period × (1 +
+  // kMaxJitter) < renew_deadline (the daemon validates its flags with
+  // ValidateTiming); identity is not empty. `clock` and `store`
   // must outlive the Elector.
   Elector(Options options, Clock* clock, LeaseStore* store);
 
@@ -135,12 +153,13 @@ class Elector {
   // Must not be called after Release().
   MonoTime Step();
 
-  // Feeds a Lease seen by a watch (nullopt: it was deleted). The observed time
-  // moves only if the record differs from the one last seen. If it shows that
-  // this elector no longer holds the Lease, it stops holding at once. Returns
-  // the new time for the next Step() (now, if the Lease just became free).
-  // Makes no store calls.
-  MonoTime Observe(const std::optional<LeaseRecord>& record);
+  // Feeds what a watch saw. Dropped if its resourceVersion is not newer than
+  // the last one known, or if it is an absence without one. The observed time
+  // moves only if the record differs from the one last seen. While holding,
+  // an event that does not show our term changes nothing but the time of the
+  // next Step(), which becomes now. Returns the new time for the next Step()
+  // (now, if the Lease just became free). Makes no store calls.
+  MonoTime Observe(const LeaseEvent& event);
 
   // Tells the elector whether a watch feeds Observe(). Without one (the
   // default, and e.g. when RBAC forbids watch) a follower polls every retry
@@ -183,6 +202,16 @@ class Elector {
   struct Term {
     absl::Time acquire_time;
     int32_t lease_transitions = 0;
+    // resourceVersion of the first record that showed this term as stored:
+    // the winning write's. Unset until then, or if it is not an integer.
+    std::optional<int64_t> revision;
+  };
+  // A term as followers see it: who holds the Lease since when.
+  struct Claim {
+    std::string holder_identity;
+    std::optional<absl::Time> acquire_time;
+    int32_t lease_transitions = 0;
+    friend bool operator==(const Claim&, const Claim&) = default;
   };
   enum class Write { kCreate, kTakeOver, kRenew };
 
@@ -195,10 +224,19 @@ class Elector {
   MonoTime ActAt(MonoTime now) const;
   absl::Duration JitteredRetryPeriod();
 
-  // Records `record` (nullopt: absent) as the latest observed state; moves the
-  // observed time if it differs from the last one. Logs and reports a new
-  // holder. Stops holding if the record shows someone else's term.
+  // Records `record` (nullopt: absent) as the latest observed state, read by
+  // this elector itself (or seen by a watch while not holding); moves the
+  // observed time and the claim's expiry if it differs from the last one.
+  // Logs and reports a new holder. Stops holding if the record shows someone
+  // else's term.
   void Note(const std::optional<LeaseRecord>& record, MonoTime now);
+  // Moves claimed_until_ for the new observation `record` of the Lease,
+  // which was *previous (nullptr: never observed before).
+  void UpdateClaim(const std::optional<LeaseRecord>* previous,
+                   const std::optional<LeaseRecord>& record, MonoTime now);
+  // The next token: one above the highest seen (zero with no history);
+  // nullopt once leaseTransitions (an int32) cannot grow any more.
+  std::optional<int32_t> NextToken() const;
   bool IsOurs(const LeaseRecord& record) const;
   // Sends a create/take-over/renew write; on success this elector holds the
   // Lease until the send time + renew_deadline.
@@ -232,9 +270,13 @@ class Elector {
   std::optional<LeaseRecord> record_;           // nullopt: absent (or never read)
   MonoTime observed_time_;                      // when record_ last changed
   std::optional<int32_t> highest_transitions_;  // across every record seen
-  // The resourceVersion our last successful write replaced: a watch event
-  // carrying it is older than what we already know.
-  std::string replaced_resource_version_;
+  // The newest resourceVersion seen (record or deletion), as an integer.
+  std::optional<int64_t> known_revision_;
+  // Someone else's claim on the Lease, also after it vanished (or an unknown
+  // one, when the first observation was "no Lease"): this elector may not
+  // take it before claimed_until_. Unset when the Lease is free for us.
+  std::optional<Claim> claim_;
+  std::optional<MonoTime> claimed_until_;
 
   // What this elector holds.
   std::optional<Term> term_;

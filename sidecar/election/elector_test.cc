@@ -1,5 +1,6 @@
 #include "sidecar/election/elector.h"
 
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -98,11 +99,23 @@ class ElectorTest : public ::testing::Test {
     r.renew_time = Wall();
     return store_.Set(r);
   }
-  // Acquires the absent Lease and checks that it worked.
+  // Acquires the absent Lease (after the wait of a candidate with no
+  // history) and checks that it worked.
   void Acquire() {
-    elector_->Step();
+    for (int i = 0; i < 100 && !elector_->Snapshot().holding; ++i) {
+      const MonoTime next = elector_->Step();
+      if (!elector_->Snapshot().holding) clock_.Advance(next - Now());
+    }
     ASSERT_TRUE(elector_->Snapshot().holding);
   }
+  // A first observation of "no Lease", and the wait that follows it.
+  void WaitOutNoHistory() {
+    elector_->Step();
+    clock_.Advance(kLeaseDuration + 2 * kRetryPeriod);
+  }
+  // What a watch reports for `record`, and for a deletion.
+  static LeaseEvent Seen(const LeaseRecord& record) { return {record, record.resource_version}; }
+  LeaseEvent Deleted() { return {std::nullopt, store_.Delete()}; }
 
   FakeClock clock_;
   FakeLeaseStore store_;
@@ -112,7 +125,18 @@ class ElectorTest : public ::testing::Test {
 
 // --- Acquiring -------------------------------------------------------------
 
-TEST_F(ElectorTest, AcquiresAbsentLeaseByCreatingIt) {
+TEST_F(ElectorTest, WithNoHistoryWaitsALeaseDurationAndTwoRetryPeriodsBeforeCreating) {
+  // The first observation is "no Lease": a leader may just have lost a
+  // deleted one, and a candidate that saw it vanish must get to recreate it
+  // (with a higher token) first.
+  elector_->SetWatchAvailable(true);
+  EXPECT_EQ(elector_->Step(), Now() + kLeaseDuration + 2 * kRetryPeriod);
+  EXPECT_FALSE(store_.Current().has_value());
+  clock_.Advance(kLeaseDuration + 2 * kRetryPeriod - absl::Milliseconds(1));
+  elector_->Step();
+  EXPECT_FALSE(store_.Current().has_value());
+
+  clock_.Advance(absl::Milliseconds(1));
   const MonoTime start = Now();
   elector_->Step();
 
@@ -306,17 +330,19 @@ TEST_F(ElectorTest, CreateConflictRereadsAndFollows) {
     FakeLeaseStore* inner_;
   } racing(&store_);
   Reset(DefaultOptions(), &racing);
+  WaitOutNoHistory();
   elector_->Step();
   EXPECT_EQ(Holder(), "other");
   EXPECT_FALSE(IsLeader());
   EXPECT_EQ(elector_->Snapshot().holder_identity, "other");
-  EXPECT_EQ(store_.Calls(Verb::kGet), 2);
+  EXPECT_EQ(store_.Calls(Verb::kGet), 3);
 }
 
 // --- Renewing --------------------------------------------------------------
 
 TEST_F(ElectorTest, RenewChangesRenewTimeOnly) {
   Acquire();
+  const int gets = store_.Calls(Verb::kGet);
   const LeaseRecord before = *store_.Current();
   clock_.Advance(kRetryPeriod);
   elector_->Step();
@@ -328,7 +354,7 @@ TEST_F(ElectorTest, RenewChangesRenewTimeOnly) {
   expected.renew_time = after.renew_time;
   expected.resource_version = after.resource_version;
   EXPECT_EQ(after, expected);
-  EXPECT_EQ(store_.Calls(Verb::kGet), 1) << "the fast path renews without reading";
+  EXPECT_EQ(store_.Calls(Verb::kGet), gets) << "the fast path renews without reading";
 }
 
 TEST_F(ElectorTest, LeaderUntilCountsFromWhenTheWriteWasSent) {
@@ -516,7 +542,7 @@ TEST_F(ElectorTest, FollowerWithWatchWakesAtTheExactExpiry) {
 
   // A renew seen on the watch moves the expiry.
   clock_.Advance(absl::Seconds(5));
-  EXPECT_EQ(elector_->Observe(RenewForeign()), Now() + absl::Seconds(20));
+  EXPECT_EQ(elector_->Observe(Seen(RenewForeign())), Now() + absl::Seconds(20));
 
   clock_.Advance(absl::Seconds(20));
   const int gets = store_.Calls(Verb::kGet);
@@ -553,18 +579,31 @@ TEST_F(ElectorTest, ObservedReleaseWakesFollowerAtOnce) {
   LeaseRecord released = *store_.Current();
   released.holder_identity = "";
   released.lease_duration_seconds = 1;
-  EXPECT_EQ(elector_->Observe(store_.Set(released)), Now());
+  EXPECT_EQ(elector_->Observe(Seen(store_.Set(released))), Now());
   elector_->Step();
   EXPECT_TRUE(IsLeader());
   EXPECT_EQ(store_.Current()->lease_transitions, 4);
 }
 
-TEST_F(ElectorTest, ObservedDeletionWakesFollowerAtOnce) {
+TEST_F(ElectorTest, ObservedDeletionKeepsTheVanishedHoldersClaimForItsLeaseDuration) {
   elector_->SetWatchAvailable(true);
-  SetLease("other");
+  SetLease("other", /*duration_seconds=*/20, /*transitions=*/3);
   elector_->Step();
-  store_.Delete();
-  EXPECT_EQ(elector_->Observe(std::nullopt), Now());
+  clock_.Advance(absl::Seconds(5));
+  const MonoTime deleted = Now();
+  EXPECT_EQ(elector_->Observe(Deleted()), deleted + absl::Seconds(20));
+
+  // Not before: "other" may still be leading on its last renew.
+  clock_.Advance(absl::Seconds(19));
+  elector_->Step();
+  EXPECT_FALSE(store_.Current().has_value());
+  EXPECT_FALSE(IsLeader());
+
+  // Then it is recreated with a token above the vanished holder's.
+  clock_.Advance(absl::Seconds(1));
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 4);
 }
 
 TEST_F(ElectorTest, ObservingAnUnchangedRecordDoesNotMoveTheObservedTime) {
@@ -572,15 +611,18 @@ TEST_F(ElectorTest, ObservingAnUnchangedRecordDoesNotMoveTheObservedTime) {
   SetLease("other");
   const MonoTime expiry = elector_->Step();
   clock_.Advance(absl::Seconds(10));
-  EXPECT_EQ(elector_->Observe(*store_.Current()), expiry);
+  EXPECT_EQ(elector_->Observe(Seen(*store_.Current())), expiry);
 }
 
-TEST_F(ElectorTest, ObservedForeignHolderEndsLeadershipAtOnce) {
+TEST_F(ElectorTest, AWatchEventNeverEndsATermItOnlyBringsTheNextStepForward) {
   Acquire();
   const LeaseRecord theirs = SetLease("other", /*duration_seconds=*/15, /*transitions=*/1);
-  elector_->Observe(theirs);
+  EXPECT_EQ(elector_->Observe(Seen(theirs)), Now());
+  EXPECT_TRUE(IsLeader()) << "the event may be stale; only our own read may end the term";
+
+  // That step's renew conflicts, and its read ends the term.
+  elector_->Step();
   EXPECT_FALSE(elector_->Snapshot().holding);
-  EXPECT_FALSE(IsLeader());
   EXPECT_EQ(listener_.lost, 1);
 }
 
@@ -588,8 +630,9 @@ TEST_F(ElectorTest, LateWatchEventForTheVersionWeReplacedIsIgnored) {
   const LeaseRecord theirs = SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
   elector_->Step();
   ASSERT_TRUE(IsLeader());
-  elector_->Observe(theirs);
+  const MonoTime next = elector_->Observe(Seen(theirs));
   EXPECT_TRUE(IsLeader());
+  EXPECT_GT(next, Now()) << "an event older than our own write is dropped";
 }
 
 // --- Fencing tokens --------------------------------------------------------
@@ -630,6 +673,114 @@ TEST_F(ElectorTest, FollowerReportsTheObservedTransitionsAsToken) {
   EXPECT_EQ(elector_->Snapshot().fencing_token, 9);
 }
 
+TEST_F(ElectorTest, TokenIsNeverWrappedAtInt32Max) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/std::numeric_limits<int32_t>::max());
+  elector_->Step();
+  EXPECT_FALSE(IsLeader()) << "a new term could not get a higher token";
+  EXPECT_EQ(store_.Current()->lease_transitions, std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), 0);
+}
+
+TEST_F(ElectorTest, FencingRevisionIsTheResourceVersionOfTheWinningWrite) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/2);
+  elector_->Step();
+  const LeaseRecord won = *store_.Current();
+  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersionNumber(won.resource_version));
+
+  // Renews write newer versions; the term's revision stays the winning one.
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+  EXPECT_NE(store_.Current()->resource_version, won.resource_version);
+  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersionNumber(won.resource_version));
+}
+
+TEST_F(ElectorTest, FencingRevisionKeepsGrowingWhenLeaseTransitionsRestart) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
+  elector_->Step();
+  const int64_t first = elector_->Snapshot().fencing_revision;
+
+  // Deleted, and every sidecar restarted: a new elector with no history.
+  store_.Delete();
+  Reset(DefaultOptions("me-again"));
+  Acquire();
+  EXPECT_EQ(elector_->Snapshot().fencing_token, 0) << "leaseTransitions restarted";
+  EXPECT_GT(elector_->Snapshot().fencing_revision, first);
+}
+
+// --- Vanished Leases and third-party edits (P4, P6) ------------------------
+
+TEST_F(ElectorTest, PolledDeletionKeepsTheVanishedHoldersClaim) {
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/3);
+  elector_->Step();
+  clock_.Advance(absl::Seconds(10));
+  store_.Delete();
+  elector_->Step();  // the poll finds it gone
+  const MonoTime seen_gone = Now();
+  for (clock_.Advance(kRetryPeriod); Now() < seen_gone + absl::Seconds(15);
+       clock_.Advance(kRetryPeriod)) {
+    elector_->Step();
+    ASSERT_FALSE(store_.Current().has_value()) << "created while other's term could run";
+  }
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 4) << "above the vanished holder's token";
+}
+
+TEST_F(ElectorTest, ALeaderWhoseLeaseIsDeletedRecreatesItAtOnceWithAHigherToken) {
+  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
+  elector_->Step();
+  ASSERT_EQ(elector_->Snapshot().fencing_token, 6);
+  store_.Delete();
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();
+  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(store_.Current()->lease_transitions, 7);
+}
+
+TEST_F(ElectorTest, ACutLeaseDurationDoesNotShortenAFollowersWait) {
+  elector_->SetWatchAvailable(true);
+  SetLease("other", /*duration_seconds=*/15, /*transitions=*/3);
+  const MonoTime expiry = elector_->Step();
+  ASSERT_EQ(expiry, Now() + absl::Seconds(15));
+
+  // A third party edits the same term down to one second.
+  clock_.Advance(absl::Seconds(2));
+  LeaseRecord cut = *store_.Current();
+  cut.lease_duration_seconds = 1;
+  EXPECT_EQ(elector_->Observe(Seen(store_.Set(cut))), expiry);
+  clock_.Advance(absl::Seconds(2));
+  elector_->Step();
+  EXPECT_EQ(Holder(), "other") << "other's last renew promised 15s";
+}
+
+TEST_F(ElectorTest, ALeaderPutsBackACutLeaseDurationAtOnce) {
+  elector_->SetWatchAvailable(true);
+  Acquire();
+  LeaseRecord cut = *store_.Current();
+  cut.lease_duration_seconds = 1;
+  EXPECT_EQ(elector_->Observe(Seen(store_.Set(cut))), Now()) << "renew at once";
+  EXPECT_TRUE(IsLeader());
+  elector_->Step();
+  EXPECT_EQ(store_.Current()->lease_duration_seconds, 15);
+  EXPECT_EQ(store_.Current()->holder_identity, "me");
+}
+
+TEST_F(ElectorTest, LeaderUntilNeverExceedsWhatTheWrittenDurationGrants) {
+  // A renew deadline the flags would refuse: the engine still caps
+  // leadership at what followers grant (timing.h).
+  Elector::Options o = DefaultOptions();
+  o.lease_duration = absl::Seconds(2);
+  o.renew_deadline = absl::Milliseconds(1500);
+  o.retry_period = absl::Milliseconds(250);
+  Reset(o);
+  SetLease("", /*duration_seconds=*/2, /*transitions=*/0);
+  const MonoTime sent = Now();
+  elector_->Step();
+  ASSERT_TRUE(IsLeader());
+  EXPECT_EQ(elector_->Snapshot().leader_until, sent + SafeLeadershipFor(absl::Seconds(2)));
+  EXPECT_LT(SafeLeadershipFor(absl::Seconds(2)), absl::Seconds(1));
+}
+
 // --- Release and resign ----------------------------------------------------
 
 TEST_F(ElectorTest, ReleaseWritesExactlyTheReleaseFields) {
@@ -659,10 +810,11 @@ TEST_F(ElectorTest, ReleaseSkippedWhenAFreshReadShowsAnotherHolder) {
   Acquire();
   const LeaseRecord theirs = SetLease("successor", /*duration_seconds=*/15, /*transitions=*/1);
   const int updates = store_.Calls(Verb::kUpdate);
+  const int gets = store_.Calls(Verb::kGet);
   elector_->Release();
   EXPECT_EQ(*store_.Current(), theirs);
   EXPECT_EQ(store_.Calls(Verb::kUpdate), updates);
-  EXPECT_EQ(store_.Calls(Verb::kGet), 2) << "the fresh read before releasing";
+  EXPECT_EQ(store_.Calls(Verb::kGet), gets + 1) << "the fresh read before releasing";
 }
 
 TEST_F(ElectorTest, ReleaseUsesTheFreshReadsResourceVersion) {
@@ -742,12 +894,12 @@ TEST_F(ElectorTest, ResignCampaignsNormallyOnceAnotherHolderHasAcquired) {
   Acquire();
   elector_->Resign();
   clock_.Advance(absl::Seconds(1));
-  elector_->Observe(SetLease("other", /*duration_seconds=*/15, /*transitions=*/1));
+  elector_->Observe(Seen(SetLease("other", /*duration_seconds=*/15, /*transitions=*/1)));
 
   // The other holder releases it in turn: free again, taken at once.
   LeaseRecord released = *store_.Current();
   released.holder_identity = "";
-  EXPECT_EQ(elector_->Observe(store_.Set(released)), Now());
+  EXPECT_EQ(elector_->Observe(Seen(store_.Set(released))), Now());
   elector_->Step();
   EXPECT_TRUE(IsLeader());
   EXPECT_EQ(store_.Current()->lease_transitions, 2);

@@ -27,7 +27,7 @@ absl::StatusOr<LeaseRecord> FakeLeaseStore::Create(const LeaseRecord& record) {
     stored = StoreLocked(std::move(fresh));
     reported = std::exchange(land_but_fail_, std::nullopt);
   }
-  NotifyLocked(stored);
+  NotifyLocked(LeaseEvent{stored, stored.resource_version});
   if (reported) return *reported;
   return stored;
 }
@@ -49,7 +49,7 @@ absl::StatusOr<LeaseRecord> FakeLeaseStore::Update(const LeaseRecord& record) {
     stored = StoreLocked(std::move(next));
     reported = std::exchange(land_but_fail_, std::nullopt);
   }
-  NotifyLocked(stored);
+  NotifyLocked(LeaseEvent{stored, stored.resource_version});
   if (reported) return *reported;
   return stored;
 }
@@ -74,18 +74,21 @@ LeaseRecord FakeLeaseStore::Set(const LeaseRecord& record) {
     next.uid = lease_ ? lease_->uid : "";
     stored = StoreLocked(std::move(next));
   }
-  NotifyLocked(stored);
+  NotifyLocked(LeaseEvent{stored, stored.resource_version});
   return stored;
 }
 
-void FakeLeaseStore::Delete() {
+std::string FakeLeaseStore::Delete() {
   absl::MutexLock order(&watch_mu_);
+  std::string rv;
   {
     absl::MutexLock lock(&mu_);
-    if (!lease_) return;
+    if (!lease_) return rv;
     lease_.reset();
+    rv = absl::StrCat(++last_resource_version_);
   }
-  NotifyLocked(std::nullopt);
+  NotifyLocked(LeaseEvent{std::nullopt, rv});
+  return rv;
 }
 
 std::optional<LeaseRecord> FakeLeaseStore::Current() const {
@@ -125,10 +128,10 @@ std::optional<absl::Status> FakeLeaseStore::BeginCallLocked(Verb verb) {
   return fail_status_;
 }
 
-void FakeLeaseStore::NotifyLocked(const std::optional<LeaseRecord>& lease) {
+void FakeLeaseStore::NotifyLocked(const LeaseEvent& event) {
   // Runs the watcher under watch_mu_ (but not mu_): this is a test fake, and
   // in-order delivery matters more here than the no-callback-under-lock rule.
-  if (watcher_) watcher_(lease);
+  if (watcher_) watcher_(event);
 }
 
 }  // namespace baton

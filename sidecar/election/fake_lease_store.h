@@ -32,7 +32,7 @@ class FakeLeaseStore final : public LeaseStore {
  public:
   enum class Verb { kGet, kCreate, kUpdate };
   // Receives the stored Lease after every change; nullopt when deleted.
-  using Watcher = std::function<void(const std::optional<LeaseRecord>&)>;
+  using Watcher = std::function<void(const LeaseEvent&)>;
 
   FakeLeaseStore() = default;
 
@@ -55,8 +55,9 @@ class FakeLeaseStore final : public LeaseStore {
   // Lease if absent, replaces it unconditionally otherwise (resource_version
   // and uid of `record` are ignored). Returns the stored record.
   LeaseRecord Set(const LeaseRecord& record);
-  // Deletes the Lease if it exists.
-  void Delete();
+  // Deletes the Lease if it exists; returns the deletion's resourceVersion
+  // (empty if there was nothing to delete), as a watch would report it.
+  std::string Delete();
 
   // --- Inspection ----------------------------------------------------------
 
@@ -77,7 +78,7 @@ class FakeLeaseStore final : public LeaseStore {
   // Counts a call and returns the injected failure for it, if any.
   std::optional<absl::Status> BeginCallLocked(Verb verb) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Delivers `lease` to the watcher, if one is installed.
-  void NotifyLocked(const std::optional<LeaseRecord>& lease)
+  void NotifyLocked(const LeaseEvent& event)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch_mu_) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Held by every change from before it is applied until the watcher has seen

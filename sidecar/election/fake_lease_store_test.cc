@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 
 namespace baton {
 namespace {
@@ -127,9 +128,10 @@ TEST(FakeLeaseStoreTest, CountsCallsPerVerb) {
 
 TEST(FakeLeaseStoreTest, WatcherSeesEveryChangeInOrder) {
   FakeLeaseStore store;
-  std::vector<std::optional<std::string>> seen;
-  store.SetWatcher([&](const std::optional<LeaseRecord>& r) {
-    seen.push_back(r ? std::optional<std::string>(r->holder_identity) : std::nullopt);
+  std::vector<std::string> seen;
+  store.SetWatcher([&](const LeaseEvent& e) {
+    seen.push_back(absl::StrCat(e.record ? e.record->holder_identity : "deleted", "@",
+                                e.resource_version));
   });
   LeaseRecord r = *store.Create(Held("a"));
   r.holder_identity = "b";
@@ -137,7 +139,7 @@ TEST(FakeLeaseStoreTest, WatcherSeesEveryChangeInOrder) {
   store.Set(Held("c"));
   store.Delete();
   (void)store.Get();
-  EXPECT_EQ(seen, (std::vector<std::optional<std::string>>{"a", "b", "c", std::nullopt}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"a@1", "b@2", "c@3", "deleted@4"}));
 }
 
 }  // namespace

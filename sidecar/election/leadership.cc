@@ -1,5 +1,6 @@
 #include "sidecar/election/leadership.h"
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -11,24 +12,93 @@ LeadershipPublisher::LeadershipPublisher(Leadership initial)
     : current_{std::move(initial), 1} {}
 
 void LeadershipPublisher::Publish(const Leadership& next) {
+  Change([&next](Leadership* l) { *l = next; });
+}
+
+void LeadershipPublisher::StepDown() {
+  Change([](Leadership* l) { l->stepping_down = true; });
+}
+
+void LeadershipPublisher::Change(const std::function<void(Leadership*)>& edit) {
   absl::MutexLock notify(&notify_mu_);
-  notifying_thread_ = std::this_thread::get_id();
   Versioned snapshot;
   std::vector<std::shared_ptr<Callback>> to_call;
   {
     absl::MutexLock lock(&mu_);
-    if (current_.leadership == next) {
-      notifying_thread_ = std::thread::id();
-      return;
+    Leadership next = current_.leadership;
+    edit(&next);
+    if (next.stepping_down && !current_.leadership.stepping_down && next.holding) {
+      // StepDown(), or the elector's own BeginStepDown(): mark the term so a
+      // later snapshot of it cannot say leader again.
+      stepping_down_term_ = next.fencing_token;
     }
-    current_.leadership = next;
-    ++current_.version;
+    if (!ReplaceLocked(std::move(next), &to_call)) return;
     snapshot = current_;
-    to_call.reserve(subscribers_.size());
-    for (const auto& [id, cb] : subscribers_) to_call.push_back(cb);
   }
+  notifying_thread_ = std::this_thread::get_id();
   for (const auto& cb : to_call) (*cb)(snapshot);
   notifying_thread_ = std::thread::id();
+}
+
+bool LeadershipPublisher::ReplaceLocked(Leadership next,
+                                        std::vector<std::shared_ptr<Callback>>* to_call) {
+  if (stepping_down_term_) {
+    if (next.holding && next.fencing_token == *stepping_down_term_) {
+      next.stepping_down = true;
+    } else {
+      stepping_down_term_.reset();
+    }
+  }
+  if (next.holding && ledger_.token != next.fencing_token) {
+    ledger_ = Ledger{next.fencing_token, std::nullopt, {}};
+  }
+  if (current_.leadership == next) return false;
+  current_.leadership = std::move(next);
+  ++current_.version;
+  to_call->reserve(subscribers_.size());
+  for (const auto& [id, cb] : subscribers_) to_call->push_back(cb);
+  return true;
+}
+
+LeadershipPublisher::Versioned LeadershipPublisher::Answer(std::string_view client_id,
+                                                           MonoTime now) {
+  absl::MutexLock lock(&mu_);
+  const Leadership& l = current_.leadership;
+  if (!l.IsLeader(now)) return current_;
+  // ReplaceLocked keeps the ledger on the current term whenever it holds.
+  const absl::string_view key(client_id.data(), client_id.size());
+  auto named = key.empty() ? ledger_.by_client.end() : ledger_.by_client.find(key);
+  if (named != ledger_.by_client.end()) {
+    named->second = std::max(named->second, l.leader_until);
+  } else if (!client_id.empty() &&
+             ledger_.by_client.size() < static_cast<size_t>(kMaxTrackedClients)) {
+    ledger_.by_client.emplace(std::string(client_id), l.leader_until);
+  } else {
+    ledger_.anonymous_until = std::max(ledger_.anonymous_until.value_or(l.leader_until),
+                                       l.leader_until);
+  }
+  return current_;
+}
+
+bool LeadershipPublisher::Acknowledge(std::string_view client_id, int64_t token) {
+  absl::MutexLock lock(&mu_);
+  if (ledger_.token != token) return false;
+  auto it = ledger_.by_client.find(absl::string_view(client_id.data(), client_id.size()));
+  if (it == ledger_.by_client.end()) return false;
+  ledger_.by_client.erase(it);
+  return true;
+}
+
+std::optional<MonoTime> LeadershipPublisher::OutstandingUntil(int64_t token, MonoTime now) const {
+  absl::MutexLock lock(&mu_);
+  if (ledger_.token != token) return std::nullopt;
+  std::optional<MonoTime> until;
+  auto consider = [&](MonoTime t) {
+    if (t > now && (!until || t > *until)) until = t;
+  };
+  if (ledger_.anonymous_until) consider(*ledger_.anonymous_until);
+  for (const auto& [client, t] : ledger_.by_client) consider(t);
+  return until;
 }
 
 LeadershipPublisher::Versioned LeadershipPublisher::Current() const {

@@ -1,11 +1,19 @@
 // Leadership: what this sidecar knows about its Lease, as one immutable
 // snapshot, and LeadershipPublisher, the one object shared across threads that
-// hands the latest snapshot from the election loop to the local API servers.
+// hands the latest snapshot from the election loop to the local API servers
+// and keeps account of the promises those servers hand out.
 //
 // Whether this sidecar leads is not stored: it is computed from the snapshot at
 // the moment it is asked (IsLeader(now)), so a leader that was paused past its
 // renew deadline answers false on the first question after it wakes, before
 // the election loop has run again.
+//
+// Promises (docs/design.md, "The step-down handshake"): every answer that says
+// "leader" promises its reader that nobody else leads until the snapshot's
+// leader_until. The publisher records each one as it is given (Answer), per
+// client_id when the reader named itself, and forgets a client's promises when
+// that client acknowledges the end of its leader work (Acknowledge). The
+// election loop releases the Lease only once OutstandingUntil() has passed.
 #ifndef BATON_SIDECAR_ELECTION_LEADERSHIP_H_
 #define BATON_SIDECAR_ELECTION_LEADERSHIP_H_
 
@@ -16,9 +24,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sidecar/common/clock.h"
@@ -51,6 +62,10 @@ struct Leadership {
   std::optional<absl::Time> acquire_time;
   std::optional<absl::Time> renew_time;
   int32_t lease_duration_seconds = 0;
+  // The second fencing token: the resourceVersion (as an integer) of the write
+  // that won this term while holding; otherwise that of the last observed
+  // Lease. Zero when unknown or not a decimal integer.
+  int64_t fencing_revision = 0;
   // Shutdown (or Resign) has begun: never report leader again in this term.
   bool stepping_down = false;
 
@@ -63,13 +78,19 @@ struct Leadership {
   friend bool operator==(const Leadership&, const Leadership&) = default;
 };
 
-// Holds the current Leadership and tells interested parties when it changes.
+// Holds the current Leadership, tells interested parties when it changes, and
+// keeps the ledger of promises handed out in the current term.
 //
 // Thread-safe. Publish is called by the election loop; readers (HTTP and gRPC
-// handlers) call Current, WaitForChange or Subscribe from any thread. No
-// callback is ever invoked while the internal lock is held.
+// handlers) call Answer, Current, WaitForChange or Subscribe from any thread.
+// No callback is ever invoked while the internal lock is held.
 class LeadershipPublisher {
  public:
+  // Promises tracked per client_id beyond this many clients are counted as
+  // anonymous ones (kept until they lapse), so a flood of names cannot grow
+  // the ledger without bound.
+  static constexpr int kMaxTrackedClients = 1024;
+
   // A snapshot and its version; versions start at 1 and grow by one per change.
   struct Versioned {
     Leadership leadership;
@@ -86,6 +107,33 @@ class LeadershipPublisher {
 
   Versioned Current() const;
 
+  // The snapshot to answer a reader with at `now`. If it says leader at `now`,
+  // records, atomically with reading it, a promise to `client_id` (empty:
+  // anonymous) lasting until its leader_until. Every answer that may tell a
+  // reader "leader" (HTTP, gRPC unary, each watch message) must be built from
+  // a snapshot obtained here at the time it is built, never from an older
+  // one: that is what lets a step-down that began after Answer returned wait
+  // for the promise.
+  Versioned Answer(std::string_view client_id, MonoTime now);
+
+  // Begins stepping down at once, from any thread, without waiting for the
+  // election loop: if the current snapshot holds the Lease, it and every
+  // later snapshot of the same term (same fencing token while holding) are
+  // published with stepping_down=true, so no answer from now on says leader.
+  // Subscribers are told on the calling thread, so it must not be called
+  // from a subscriber. A no-op when not holding.
+  void StepDown();
+
+  // The client `client_id` has stopped acting on term `token` (a fencing
+  // token): its promises in that term are void. Returns whether it had any
+  // outstanding ones in the current term.
+  bool Acknowledge(std::string_view client_id, int64_t token);
+
+  // The instant at which the last promise of term `token` that was neither
+  // acknowledged nor lapsed by `now` ends; nullopt if there is none (or the
+  // ledger is about another term).
+  std::optional<MonoTime> OutstandingUntil(int64_t token, MonoTime now) const;
+
   // Blocks until the version exceeds `after` or `deadline` passes; returns the
   // current snapshot either way.
   Versioned WaitForChange(uint64_t after, absl::Time deadline) const;
@@ -97,8 +145,29 @@ class LeadershipPublisher {
   void Unsubscribe(int id);
 
  private:
+  // The promises of one term: when the last anonymous one ends, and each
+  // named client's latest.
+  struct Ledger {
+    std::optional<int64_t> token;
+    std::optional<MonoTime> anonymous_until;
+    absl::flat_hash_map<std::string, MonoTime> by_client;
+  };
+
+  // Replaces the snapshot with `next` unless equal; applies the step-down
+  // mark (or clears it once `next` is of another term) and starts a new
+  // ledger when the term changes. Returns whether the snapshot changed, and
+  // then fills `to_call` with the subscribers to tell.
+  bool ReplaceLocked(Leadership next, std::vector<std::shared_ptr<Callback>>* to_call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Publish and StepDown: ReplaceLocked under the lock, callbacks outside it,
+  // serialised by notify_mu_. `edit` turns the current snapshot into the next.
+  void Change(const std::function<void(Leadership*)>& edit);
+
   mutable absl::Mutex mu_;
   Versioned current_ ABSL_GUARDED_BY(mu_);
+  // The term (fencing token) StepDown() marked, while it is current.
+  std::optional<int64_t> stepping_down_term_ ABSL_GUARDED_BY(mu_);
+  Ledger ledger_ ABSL_GUARDED_BY(mu_);
   int next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int, std::shared_ptr<Callback>> subscribers_ ABSL_GUARDED_BY(mu_);
   // Serialises notification so subscribers see versions in order, and lets

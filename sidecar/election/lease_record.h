@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/time/time.h"
 
@@ -39,6 +40,24 @@ struct LeaseRecord {
 
   friend bool operator==(const LeaseRecord&, const LeaseRecord&) = default;
 };
+
+// What a watch saw: the Lease as it now is, or (record unset) its deletion,
+// with the resourceVersion of the event. An absence without a
+// resourceVersion (a GET that found nothing) cannot be ordered against other
+// observations.
+struct LeaseEvent {
+  std::optional<LeaseRecord> record;
+  std::string resource_version;
+
+  friend bool operator==(const LeaseEvent&, const LeaseEvent&) = default;
+};
+
+// A resourceVersion as the integer it is on Kubernetes 1.35+ (KEP-5504:
+// resourceVersions of one resource type are comparable decimal integers;
+// older etcd-backed servers give the same in practice). nullopt for anything
+// else (empty, not decimal, a leading zero, beyond int64), which is then not
+// ordered.
+std::optional<int64_t> ResourceVersionNumber(std::string_view resource_version);
 
 }  // namespace baton
 

@@ -53,7 +53,7 @@ TEST_F(KubeControlPlaneTest, StoreAndWatcherSurviveARestartAndRecoverFromGoneVer
   options.max_backoff = absl::Seconds(1);
   LeaseWatcher watcher(
       *KubeClient::Create(AdminConfig()), ns_, "lock",
-      [&](const std::optional<LeaseRecord>& rec) { log.Add(rec); }, nullptr, options);
+      [&](const LeaseEvent& e) { log.Add(e.record); }, nullptr, options);
   watcher.Start();
   ASSERT_TRUE(log.WaitForHolder("a", absl::Seconds(10)));
 
@@ -94,7 +94,7 @@ TEST_F(KubeControlPlaneTest, StoreAndWatcherSurviveARestartAndRecoverFromGoneVer
   late_options.start_resource_version = before_restart;
   LeaseWatcher late(
       *KubeClient::Create(AdminConfig(), counting), ns_, "lock",
-      [&](const std::optional<LeaseRecord>& rec) { late_log.Add(rec); }, nullptr, late_options);
+      [&](const LeaseEvent& e) { late_log.Add(e.record); }, nullptr, late_options);
   late.Start();
   EXPECT_TRUE(late_log.WaitForHolder("after-restart", absl::Seconds(10)));
   {

@@ -137,7 +137,7 @@ TEST_F(KubeControlPlaneTest, RoleWithoutTheVerbIsPermissionDenied) {
   LeaseWatcherOptions options;
   options.max_backoff = absl::Milliseconds(200);
   LeaseWatcher watcher(
-      *KubeClient::Create(*config), ns_, "lock", [](const std::optional<LeaseRecord>&) {},
+      *KubeClient::Create(*config), ns_, "lock", [](const LeaseEvent&) {},
       [&](const absl::Status& s) {
         absl::MutexLock lock(&mu);
         if (!s.ok()) reported = s;
@@ -209,7 +209,7 @@ TEST_F(KubeControlPlaneTest, WatchFollowsAnotherWriter) {
   WatchLog log;
   LeaseWatcher watcher(
       *KubeClient::Create(AdminConfig()), ns_, "lock",
-      [&](const std::optional<LeaseRecord>& r) { log.Add(r); }, nullptr);
+      [&](const LeaseEvent& e) { log.Add(e.record); }, nullptr);
   watcher.Start();
   ASSERT_TRUE(log.WaitForHolder("a", absl::Seconds(10)));
 

@@ -59,10 +59,8 @@ void LeaseWatcher::Stop() {
 
 bool LeaseWatcher::Wait(absl::Duration d) { return !stop_.WaitForNotificationWithTimeout(d); }
 
-void LeaseWatcher::Deliver(std::optional<LeaseRecord> record) {
-  if (last_delivered_.has_value() && *last_delivered_ == record) return;
-  last_delivered_ = record;
-  if (on_record_) on_record_(record);
+void LeaseWatcher::Deliver(const LeaseEvent& event) {
+  if (on_record_) on_record_(event);
 }
 
 void LeaseWatcher::Report(const absl::Status& status) {
@@ -89,14 +87,15 @@ std::string LeaseWatcher::WatchPath(const std::string& rv) const {
 absl::Status LeaseWatcher::Resync() {
   absl::StatusOr<boost::json::value> got = client_->Call(ApiVerb::kGet, LeasePath(ns_, name_));
   if (absl::IsNotFound(got.status())) {
-    Deliver(std::nullopt);
+    Deliver(LeaseEvent{});
     return absl::OkStatus();
   }
   if (!got.ok()) return got.status();
   if (!got->is_object()) return absl::InternalError("GET Lease: the answer is not an object");
   absl::StatusOr<LeaseRecord> record = LeaseRecordFromJson(got->get_object());
   if (!record.ok()) return record.status();
-  Deliver(*std::move(record));
+  const std::string rv = record->resource_version;
+  Deliver(LeaseEvent{*std::move(record), rv});
   return absl::OkStatus();
 }
 
@@ -121,14 +120,14 @@ absl::Status LeaseWatcher::HandleEvent(absl::string_view line, std::string& rv) 
   }
   if (*type == "DELETED") {
     rv = LeaseMetadataString(lease, "resourceVersion");
-    Deliver(std::nullopt);
+    Deliver(LeaseEvent{std::nullopt, rv});
     return absl::OkStatus();
   }
   if (*type == "ADDED" || *type == "MODIFIED") {
     absl::StatusOr<LeaseRecord> record = LeaseRecordFromJson(lease);
     if (!record.ok()) return record.status();
     rv = record->resource_version;
-    Deliver(*std::move(record));
+    Deliver(LeaseEvent{*std::move(record), rv});
     return absl::OkStatus();
   }
   spdlog::warn("event=watch_event_ignored lease={}/{} type={}", ns_, name_,

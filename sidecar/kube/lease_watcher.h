@@ -18,9 +18,11 @@
 //
 // Callbacks run on the watcher's thread, one at a time, never after Stop()
 // returns, and must not call Stop():
-//   on_record(record)   the Lease as it now is; nullopt when it does not
-//                       exist (deleted, or absent at the first GET). Called
-//                       only when the record differs from the last one given.
+//   on_record(event)    the Lease as it now is (event.record), or its
+//                       absence (deleted: with the deletion's
+//                       resourceVersion; absent at a GET: with none), for
+//                       every event and every (re-)GET. The owner orders
+//                       them by resourceVersion (Elector::Observe).
 //   on_status(status)   an attempt failed (codes as in api_errors.h; e.g.
 //                       PermissionDenied when the Role lacks `watch`, so the
 //                       owner can fall back to polling), or, with OkStatus(),
@@ -61,7 +63,7 @@ struct LeaseWatcherOptions {
 
 class LeaseWatcher {
  public:
-  using RecordCallback = std::function<void(const std::optional<LeaseRecord>&)>;
+  using RecordCallback = std::function<void(const LeaseEvent&)>;
   using StatusCallback = std::function<void(const absl::Status&)>;
 
   // Watches Lease `ns`/`name` through `client`, which the watcher owns: a
@@ -89,7 +91,7 @@ class LeaseWatcher {
   // server ends the stream; FailedPrecondition when `rv` has expired.
   absl::Status WatchOnce(std::string& rv, bool& opened);
   absl::Status HandleEvent(absl::string_view line, std::string& rv);
-  void Deliver(std::optional<LeaseRecord> record);
+  void Deliver(const LeaseEvent& event);
   void Report(const absl::Status& status);
   // Waits `d` unless stopped first; false if stopped.
   bool Wait(absl::Duration d);
@@ -106,7 +108,6 @@ class LeaseWatcher {
   std::thread thread_;
 
   // Used by the watcher thread only.
-  std::optional<std::optional<LeaseRecord>> last_delivered_;
   bool open_reported_ = false;
 };
 

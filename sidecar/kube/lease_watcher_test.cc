@@ -52,10 +52,11 @@ bool EndChunked(TlsTestServer::Connection& conn) { return conn.WriteRaw("0\r\n\r
 // Collects what a watcher reports, and waits for it.
 class Recorder {
  public:
-  void OnRecord(const std::optional<LeaseRecord>& r) {
+  void OnRecord(const LeaseEvent& e) {
     absl::MutexLock lock(&mu_);
-    records_.push_back(r.has_value() ? absl::StrCat(r->holder_identity, "@", r->resource_version)
-                                     : "absent");
+    records_.push_back(e.record.has_value()
+                           ? absl::StrCat(e.record->holder_identity, "@", e.resource_version)
+                           : absl::StrCat("absent@", e.resource_version));
   }
   void OnStatus(const absl::Status& s) {
     absl::MutexLock lock(&mu_);
@@ -137,7 +138,7 @@ class LeaseWatcherTest : public ::testing::Test {
     options.start_resource_version = start_resource_version_;
     watcher_ = std::make_unique<LeaseWatcher>(
         *KubeClient::Create(config, client_options), "ns", "lock",
-        [this](const std::optional<LeaseRecord>& r) { recorder_.OnRecord(r); },
+        [this](const LeaseEvent& e) { recorder_.OnRecord(e); },
         [this](const absl::Status& s) { recorder_.OnStatus(s); }, options);
     watcher_->Start();
   }
@@ -176,7 +177,7 @@ TEST_F(LeaseWatcherTest, ReadsThenFollowsEveryChange) {
           Hold(conn);
         });
   StartWatcher();
-  EXPECT_TRUE(recorder_.WaitForRecords({"a@5", "b@6", "absent", "c@8"}))
+  EXPECT_TRUE(recorder_.WaitForRecords({"a@5", "b@6", "absent@7", "c@8"}))
       << ::testing::PrintToString(recorder_.records());
   const std::vector<std::string> targets = watch_targets();
   ASSERT_FALSE(targets.empty());
@@ -295,7 +296,7 @@ TEST_F(LeaseWatcherTest, AnAbsentLeaseIsReportedAndWatchedFromNow) {
           Hold(conn);
         });
   StartWatcher();
-  EXPECT_TRUE(recorder_.WaitForRecords({"absent", "new@3"}));
+  EXPECT_TRUE(recorder_.WaitForRecords({"absent@", "new@3"}));
   EXPECT_THAT(watch_targets()[0], ::testing::Not(HasSubstr("resourceVersion=")));
 }
 

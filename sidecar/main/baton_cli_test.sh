@@ -18,9 +18,11 @@ expect 2 "--lease-name is required" --lease-namespace=ns
 expect 2 "pass --kubeconfig" --lease-name=x
 expect 2 "no-such.kubeconfig" --lease-name=x --kubeconfig=/no-such.kubeconfig
 expect 2 "--api-timeout=3s must be" --lease-name=x --api-timeout=3s --renew-deadline=2s \
-  --lease-duration=3s --retry-period=1s
-expect 2 "--renew-deadline must be shorter than --lease-duration" \
+  --lease-duration=4s --retry-period=1s
+expect 2 "--renew-deadline must be at most" \
   --lease-name=x --lease-namespace=ns --lease-duration=10s --renew-deadline=10s
+expect 2 "one-second resolution" \
+  --lease-name=x --lease-namespace=ns --lease-duration=2s --renew-deadline=1500ms --retry-period=250ms
 expect 2 "--retry-period × 1.2" \
   --lease-name=x --lease-namespace=ns --retry-period=9s
 expect 1 "Unknown command line flag" --lease-name=x --no-such-flag=1

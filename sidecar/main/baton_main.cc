@@ -1,7 +1,7 @@
 // baton: the leader-election sidecar.
 //
 // Flags are parsed here and nowhere else, and turned at once into a
-// SidecarConfig; then the Daemon runs until SIGTERM or SIGINT. Exit codes: 0
+// SidecarConfig; then the Daemon runs until SIGTERM, SIGINT or SIGHUP. Exit codes: 0
 // after a clean shutdown, 2 for bad configuration (with a message naming the
 // flag), 1 when the sidecar cannot start (e.g. a port in use).
 #include <pthread.h>
@@ -57,12 +57,12 @@ ABSL_FLAG(std::string, metrics_addr, "",
           "Optional host:port serving only /metrics and the probes (e.g. 0.0.0.0:9090 for "
           "Prometheus), without /leader or Resign.");
 ABSL_FLAG(bool, release_on_shutdown, true,
-          "On SIGTERM/SIGINT, release the Lease so a follower takes over at once.");
+          "On SIGTERM/SIGINT/SIGHUP, release the Lease so a follower takes over at once.");
 ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
           "Deadline of each API-server request. Default: 5s, or half of --renew-deadline if "
           "that is shorter.");
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
-          "On SIGTERM/SIGINT: time allowed for releasing the Lease, and again for closing the "
+          "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
           "local servers. Keep terminationGracePeriodSeconds above twice this.");
 
 // `baton leases` (sidecar/tools/leases_command.h); --kubeconfig is shared.
@@ -200,6 +200,9 @@ int Main(int argc, char** argv) {
   sigemptyset(&shutdown_signals);
   sigaddset(&shutdown_signals, SIGTERM);
   sigaddset(&shutdown_signals, SIGINT);
+  // SIGHUP (a closed terminal, a supervisor's reload) would otherwise end the
+  // process at once, without the step-down handshake or the release.
+  sigaddset(&shutdown_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -246,8 +249,11 @@ int Main(int argc, char** argv) {
   }
   int sig = 0;
   sigwait(&shutdown_signals, &sig);
-  spdlog::info("event=shutdown signal={} release={} next=\"step down, release, close servers\"",
-               sig == SIGTERM ? "SIGTERM" : "SIGINT", config->release_on_shutdown);
+  spdlog::info(
+      "event=shutdown signal={} release={} next=\"step down, release once every promise is "
+      "acknowledged or has lapsed, close servers\"",
+      sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP",
+      config->release_on_shutdown);
   (*daemon)->Stop(config->shutdown_grace);
   spdlog::info("event=exited");
   return 0;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "sidecar/election/elector.h"
+#include "sidecar/election/timing.h"
 
 namespace baton {
 
@@ -26,10 +27,14 @@ absl::Status ValidateTiming(const ElectionTiming& t) {
         "leaseDurationSeconds as an integer",
         values));
   }
-  if (t.renew_deadline >= t.lease_duration) {
+  if (t.renew_deadline > SafeLeadershipFor(t.lease_duration)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--renew-deadline must be shorter than --lease-duration: a leader must stop "
-        "acting before followers may take the Lease over",
+        "--renew-deadline must be at most (--lease-duration × 0.99 − 1s) ÷ 1.01 = ",
+        absl::FormatDuration(
+            absl::Trunc(SafeLeadershipFor(t.lease_duration), absl::Milliseconds(1))),
+        ": a leader must stop acting before any follower may take the Lease over, and "
+        "client-go followers see renews at one-second resolution on clocks that may run 1 % "
+        "apart",
         values));
   }
   if (t.retry_period * (1 + Elector::kMaxJitter) >= t.renew_deadline) {

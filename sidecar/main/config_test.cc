@@ -45,12 +45,21 @@ INSTANTIATE_TEST_SUITE_P(
     Durations, TimingTest,
     ::testing::Values(
         TimingCase{"Defaults", {}, nullptr},
-        TimingCase{"Short", {absl::Seconds(2), absl::Milliseconds(1500), absl::Milliseconds(250)},
+        TimingCase{"Short", {absl::Seconds(3), absl::Milliseconds(1500), absl::Milliseconds(250)},
                    nullptr},
+        // client-go may time a follower's wait from a renew up to one second
+        // older than the last (renewTime at one-second resolution), so a
+        // renew deadline inside that second of the lease is unsafe.
+        TimingCase{"RenewWithinResolutionOfLease",
+                   {absl::Seconds(2), absl::Milliseconds(1500), absl::Milliseconds(250)},
+                   "--renew-deadline must be at most"},
+        TimingCase{"RenewLeavesNoRoomForDrift",
+                   {absl::Seconds(15), absl::Milliseconds(13900), absl::Seconds(2)},
+                   "clocks that may run 1 % apart"},
         TimingCase{"RenewEqualsLease", {absl::Seconds(10), absl::Seconds(10), absl::Seconds(2)},
-                   "--renew-deadline must be shorter than --lease-duration"},
+                   "--renew-deadline must be at most"},
         TimingCase{"RenewAboveLease", {absl::Seconds(10), absl::Seconds(12), absl::Seconds(2)},
-                   "--renew-deadline must be shorter than --lease-duration"},
+                   "--renew-deadline must be at most"},
         TimingCase{"RetryWithJitterReachesDeadline",
                    {absl::Seconds(15), absl::Seconds(6), absl::Seconds(5)}, "--retry-period × 1.2"},
         TimingCase{"ZeroRetry", {absl::Seconds(15), absl::Seconds(10), absl::ZeroDuration()},
@@ -105,7 +114,7 @@ TEST(ConfigTest, BadAddressNamesTheFlag) {
 TEST(ConfigTest, ApiTimeoutDefaultsToAtMostHalfTheRenewDeadline) {
   ConfigInputs in = ValidInputs();
   EXPECT_EQ(ConfigFrom(in)->api_timeout, absl::Seconds(5));
-  in.timing = {absl::Seconds(2), absl::Milliseconds(1500), absl::Milliseconds(250)};
+  in.timing = {absl::Seconds(3), absl::Milliseconds(1500), absl::Milliseconds(250)};
   EXPECT_EQ(ConfigFrom(in)->api_timeout, absl::Milliseconds(750));
   in.api_timeout = absl::Seconds(2);
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--api-timeout=2s"));

@@ -71,6 +71,11 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   api_context_.hooks.liveness = [this] { return Liveness(); };
   api_context_.hooks.readiness = [this] { return Readiness(); };
   api_context_.hooks.resign = [this] { return Resign(); };
+  api_context_.hooks.acknowledge = [this](std::string_view client_id, int64_t token) {
+    const bool acknowledged = publisher_.Acknowledge(client_id, token);
+    if (acknowledged) loop_->PromisesChanged();
+    return acknowledged;
+  };
 
   // Servers first: a port already in use should stop the sidecar before it
   // campaigns, not after it has become leader.
@@ -98,23 +103,14 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
     return absl::Status(s.code(), absl::StrCat("--grpc-addr=", config_.grpc_addr, ": ", s.message()));
   }
 
-  // The watcher starts first, and the loop only once the watcher's first read
-  // has been handed over (or an API timeout has passed). Otherwise that read
-  // could say "no Lease" after the loop had already created one, and the
-  // loop would step down from its own fresh Lease.
+  // The elector orders what the watcher sees by resourceVersion and never
+  // lets a watch event end its term, so the two may start in any order.
   watcher_ = std::make_unique<kube::LeaseWatcher>(
       std::move(*watch_client), config_.lease_namespace, config_.lease_name,
-      [this](const std::optional<LeaseRecord>& record) {
-        loop_->Observe(record);
-        if (!watcher_answered_.HasBeenNotified()) watcher_answered_.Notify();
-      },
-      [this](const absl::Status& status) {
-        OnWatchStatus(status);
-        if (!status.ok() && !watcher_answered_.HasBeenNotified()) watcher_answered_.Notify();
-      });
-  watcher_->Start();
-  watcher_answered_.WaitForNotificationWithTimeout(config_.api_timeout);
+      [this](const LeaseEvent& event) { loop_->Observe(event); },
+      [this](const absl::Status& status) { OnWatchStatus(status); });
   loop_->Start();
+  watcher_->Start();
   spdlog::info("event=started identity={} lease={}/{} server={} http={} grpc={}{}",
                LogValue(config_.identity), config_.lease_namespace, config_.lease_name,
                rest.ServerUrl(), config_.http_addr, config_.grpc_addr,
@@ -168,9 +164,7 @@ absl::Status Daemon::Readiness() const {
 }
 
 absl::Status Daemon::Resign() {
-  if (!loop_->Resign(config_.api_timeout)) {
-    return absl::UnavailableError("the sidecar is shutting down or busy; try again");
-  }
+  if (!loop_->Resign()) return absl::UnavailableError("the sidecar is shutting down");
   return absl::OkStatus();
 }
 

@@ -8,11 +8,12 @@
 // or thread-safe by contract.
 //
 // Shutdown order (Stop):
-//   1. stop reporting leader: the loop publishes stepping_down, so every
-//      answer from then on says isLeader=false and gRPC watchers get a final
+//   1. stop reporting leader: stepping_down is published at once, so every
+//      answer from then on says isLeader=false and watchers get a
 //      stepping-down message;
-//   2. release the Lease (if --release-on-shutdown and a fresh read still
-//      shows this sidecar as holder);
+//   2. once every promise handed out is acknowledged or has lapsed (within
+//      the grace period), release the Lease (if --release-on-shutdown and a
+//      fresh read still shows this sidecar as holder);
 //   3. stop the watcher and close the servers.
 #ifndef BATON_SIDECAR_MAIN_DAEMON_H_
 #define BATON_SIDECAR_MAIN_DAEMON_H_
@@ -21,7 +22,6 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "sidecar/api/api_context.h"
 #include "sidecar/api/grpc_server.h"
@@ -95,8 +95,6 @@ class Daemon {
   std::unique_ptr<GrpcServer> grpc_;
   // Touched by the watcher's thread only.
   std::optional<bool> watch_works_;
-  // Notified by the watcher's first record or failure; the loop starts after.
-  absl::Notification watcher_answered_;
   bool stopped_ = false;
 };
 

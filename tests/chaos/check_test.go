@@ -256,3 +256,19 @@ func TestHandoverIsTimedToTheNextTermsFirstAnswer(t *testing.T) {
 		t.Errorf("handover found where the leader never changed")
 	}
 }
+
+// An HTTP body the sidecar cached is evaluated at the end of the window it is
+// served in, so validUntilBoottime − validFor can lie after its receipt; the
+// application's acknowledgement right after receiving it still covers it.
+func TestACachedAnswerEvaluatedAfterItsReceiptIsCoveredByTheNextAcknowledgement(t *testing.T) {
+	cached := Answer{Member: "a", Surface: HTTP, Client: "app-a", Send: 999 * ms, Recv: 1000 * ms,
+		IsLeader: true, Token: 1, ValidFor: 1500 * time.Millisecond,
+		ValidUntil: (1002 * ms).Add(1500 * time.Millisecond)}
+	answers := join(leads("a", 0, 990*ms, 1500*time.Millisecond), []Answer{cached},
+		follows("a", 1010*ms, 3000*ms), withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1001 * ms, Done: 1002 * ms, Acknowledged: true}
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 0 {
+		t.Errorf("%d broken promises, want 0: the answer was received before the acknowledgement",
+			len(r.Broken))
+	}
+}

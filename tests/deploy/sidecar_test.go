@@ -32,6 +32,7 @@ func TestSidecarWithTheBaseServiceAccountLeadsAndHandsOver(t *testing.T) {
 
 	start := time.Now()
 	leader.Signal(syscall.SIGTERM)
+	go leader.AcknowledgeOnceSteppedDown(before.FencingToken) // the step-down handshake
 	next, after := sidecars.WaitLeader(t, []*sidecars.Member{follower}, 5*time.Second)
 	took := time.Since(start)
 	t.Logf("handover after SIGTERM took %v", took)

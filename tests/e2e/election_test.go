@@ -67,15 +67,21 @@ func TestExactlyOneLeaderAndTheLeaseShowsIt(t *testing.T) {
 
 // handover stops the leader with sig and returns how long until another
 // member answers isLeader, the old leader, and the states before and after.
+// Like a cooperating application, the test acknowledges the step-down as soon
+// as the old leader stops answering leader (the step-down handshake).
 func handover(t *testing.T, members []*sidecars.Member, sig syscall.Signal) (time.Duration, *sidecars.Member, sidecars.State, sidecars.State) {
 	t.Helper()
 	leader, before := sidecars.WaitLeader(t, members, 10*time.Second)
 	rest := sidecars.Others(members, leader)
 	start := time.Now()
 	leader.Signal(sig)
+	if sig != syscall.SIGKILL {
+		go leader.AcknowledgeOnceSteppedDown(before.FencingToken)
+	}
 	_, after := sidecars.WaitLeader(t, rest, 10*time.Second)
 	return time.Since(start), leader, before, after
 }
+
 
 func TestKillNineFailsOverAfterAboutOneLeaseDuration(t *testing.T) {
 	e := withWatch(t)
@@ -114,6 +120,26 @@ func TestSigtermHandsOverWithinARetryPeriod(t *testing.T) {
 		if d > sidecars.RetryPeriod {
 			t.Errorf("graceful handover took %v, want under the retry period %v", d, sidecars.RetryPeriod)
 		}
+	}
+}
+
+func TestSigtermWithoutAcknowledgementHandsOverOnlyOnceThePromiseLapsed(t *testing.T) {
+	members := threeSidecars(withWatch(t))
+	leader, _ := sidecars.WaitLeader(t, members, 10*time.Second)
+	// An application that polls without a client_id: only time ends its promise.
+	promised, err := leader.AnonymousState()
+	if err != nil || !promised.IsLeader {
+		t.Fatalf("leader's anonymous answer: %+v %v", promised, err)
+	}
+	asked := time.Now()
+	validFor, err := time.ParseDuration(promised.ValidFor)
+	if err != nil {
+		t.Fatalf("validFor %q: %v", promised.ValidFor, err)
+	}
+	leader.Signal(syscall.SIGTERM)
+	sidecars.WaitLeader(t, sidecars.Others(members, leader), 10*time.Second)
+	if took := time.Since(asked); took < validFor {
+		t.Errorf("a new leader %v after a promise of %v: before it lapsed", took, validFor)
 	}
 }
 

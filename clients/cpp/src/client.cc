@@ -1,5 +1,7 @@
 #include "baton/client/client.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <random>
@@ -27,7 +29,16 @@ struct Connection {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+// Every deadline of this client is on the clock of the sidecar's deadlines.
+using Clock = BootClock;
+
+#ifdef CLOCK_BOOTTIME
+constexpr clockid_t kBootClockId = CLOCK_BOOTTIME;
+constexpr bool kSharesSidecarClock = true;
+#else
+constexpr clockid_t kBootClockId = CLOCK_MONOTONIC;
+constexpr bool kSharesSidecarClock = false;
+#endif
 
 absl::Duration FromProto(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
@@ -37,13 +48,15 @@ absl::Time FromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
 
-// `since` is when the answer's validity starts counting.
+// `since` is when the answer's validity starts counting if the sidecar sent
+// no deadline of its own.
 Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
   Leadership l;
   l.is_leader = m.is_leader();
   l.identity = m.identity();
   l.holder_identity = m.holder_identity();
   l.fencing_token = m.fencing_token();
+  l.fencing_revision = m.fencing_revision();
   l.lease_name = m.lease_name();
   l.lease_namespace = m.lease_namespace();
   l.lease_uid = m.lease_uid();
@@ -55,6 +68,10 @@ Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
   if (l.is_leader) {
     l.valid_for = FromProto(m.valid_for());
     l.valid_until = since + absl::ToChronoNanoseconds(l.valid_for);
+    const absl::Duration deadline = FromProto(m.valid_until_boottime());
+    if (deadline > absl::ZeroDuration() && kSharesSidecarClock) {
+      l.valid_until = Clock::time_point(absl::ToChronoNanoseconds(deadline));
+    }
   }
   return l;
 }
@@ -103,6 +120,18 @@ std::string NotLeaderReason(const Leadership& l, absl::Duration remaining,
 
 constexpr absl::string_view kNotLeaderPayload = "baton.client/not-leader";
 
+bool ValidClientId(absl::string_view id) {
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '-';
+  });
+}
+
+std::string RandomClientId() {
+  std::random_device random;
+  const uint64_t bits = (uint64_t{random()} << 32) | random();
+  return absl::StrCat(absl::Hex(bits, absl::kZeroPad16));
+}
+
 std::chrono::system_clock::time_point CallDeadline(absl::Duration timeout) {
   return std::chrono::system_clock::now() + absl::ToChronoNanoseconds(timeout);
 }
@@ -120,6 +149,13 @@ Clock::time_point After(absl::Duration timeout) {
 }
 
 }  // namespace
+
+BootClock::time_point BootClock::now() noexcept {
+  timespec ts{};
+  // Cannot fail for a clock id the kernel has (CLOCK_BOOTTIME: Linux 2.6.39).
+  clock_gettime(kBootClockId, &ts);
+  return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
+}
 
 absl::Duration Leadership::Remaining() const {
   if (!is_leader) return absl::ZeroDuration();
@@ -157,6 +193,12 @@ bool IsNotLeader(const absl::Status& status) {
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
   absl::StatusOr<std::string> addr = ResolveGrpcAddr(options.grpc_addr);
   if (!addr.ok()) return addr.status();
+  if (options.client_id.empty()) {
+    options.client_id = RandomClientId();
+  } else if (!ValidClientId(options.client_id)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "client_id \"", options.client_id, "\" is not 1 to 64 characters from [A-Za-z0-9._-]"));
+  }
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to two minutes, and its resolver
   // waits 30s between re-resolutions (even of an IP literal) after a
@@ -183,13 +225,16 @@ Client::Client(std::shared_ptr<const internal::Connection> connection)
 
 const std::string& Client::addr() const { return connection_->addr; }
 
+const std::string& Client::client_id() const { return connection_->options.client_id; }
+
 absl::StatusOr<Leadership> Client::GetLeadership() const {
   grpc::ClientContext context;
   context.set_deadline(CallDeadline(connection_->options.call_timeout));
+  v1::GetLeadershipRequest request;
+  request.set_client_id(connection_->options.client_id);
   v1::Leadership response;
   const Clock::time_point sent = Clock::now();
-  const grpc::Status status =
-      connection_->stub->GetLeadership(&context, v1::GetLeadershipRequest(), &response);
+  const grpc::Status status = connection_->stub->GetLeadership(&context, request, &response);
   if (!status.ok()) return Translate(connection_->addr, status);
   return FromProto(response, sent);
 }
@@ -220,6 +265,101 @@ absl::StatusOr<bool> Client::Resign() const {
   const grpc::Status status = connection_->stub->Resign(&context, v1::ResignRequest(), &response);
   if (!status.ok()) return Translate(connection_->addr, status);
   return response.was_leader();
+}
+
+absl::StatusOr<bool> Client::AcknowledgeStepDown(int32_t fencing_token) const {
+  grpc::ClientContext context;
+  context.set_deadline(CallDeadline(connection_->options.call_timeout));
+  v1::AcknowledgeStepDownRequest request;
+  request.set_client_id(connection_->options.client_id);
+  request.set_fencing_token(fencing_token);
+  v1::AcknowledgeStepDownResponse response;
+  const grpc::Status status = connection_->stub->AcknowledgeStepDown(&context, request, &response);
+  if (!status.ok()) return Translate(connection_->addr, status);
+  return response.acknowledged();
+}
+
+namespace {
+
+// Whether a watched state lets leader work run.
+bool Leading(const absl::StatusOr<Leadership>& l) {
+  return l.ok() && l->is_leader && !l->stepping_down && l->Remaining() > absl::ZeroDuration();
+}
+
+bool SameTerm(const Leadership& a, const Leadership& b) {
+  return a.identity == b.identity && a.fencing_token == b.fencing_token;
+}
+
+// One term's leader work on its thread.
+class RunningTerm {
+ public:
+  RunningTerm(const LeaderWork& work, Leadership term) : term_(std::move(term)) {
+    thread_ = std::thread([this, &work] {
+      status_ = work(term_, cancelled_);
+      returned_.Notify();
+    });
+  }
+  ~RunningTerm() { CancelAndJoin().IgnoreError(); }
+  RunningTerm(const RunningTerm&) = delete;
+  RunningTerm& operator=(const RunningTerm&) = delete;
+
+  const Leadership& term() const { return term_; }
+  bool returned() const { return returned_.HasBeenNotified(); }
+
+  // Tells the work to stop and waits until it has; returns its status.
+  absl::Status CancelAndJoin() {
+    if (!cancelled_.HasBeenNotified()) cancelled_.Notify();
+    if (thread_.joinable()) thread_.join();
+    return status_;
+  }
+
+ private:
+  const Leadership term_;
+  absl::Notification cancelled_;
+  absl::Notification returned_;
+  absl::Status status_;  // written by the thread before returned_
+  std::thread thread_;
+};
+
+}  // namespace
+
+absl::Status Client::RunWhileLeader(const LeaderWork& work, const absl::Notification& stop) const {
+  std::unique_ptr<class Watch> watch = Watch();
+  std::unique_ptr<RunningTerm> running;
+  std::optional<Leadership> finished;  // a term whose work returned by itself
+  // Ends the running work (if it has not returned yet), then gives the term
+  // back; returns the work's status.
+  auto end = [&]() {
+    const absl::Status status = running->CancelAndJoin();
+    // Without the acknowledgement the handover is only slower.
+    AcknowledgeStepDown(running->term().fencing_token).IgnoreError();
+    return status;
+  };
+  while (!stop.HasBeenNotified()) {
+    if (running != nullptr && running->returned()) {
+      if (absl::Status status = end(); !status.ok()) return status;
+      finished = running->term();
+      running.reset();
+      continue;
+    }
+    // Wakes at least every kClockRecheck to look at `stop` and the work; the
+    // watch ends a term by the clock itself.
+    absl::StatusOr<Leadership> l = watch->Next(kClockRecheck);
+    if (l.status().code() == absl::StatusCode::kDeadlineExceeded) continue;
+    const bool leading = Leading(l);
+    if (running != nullptr && (!leading || !SameTerm(*l, running->term()))) {
+      end().IgnoreError();  // the work's status once cancelled is not news
+      running.reset();
+    }
+    if (!leading) {
+      finished.reset();
+    } else if (running == nullptr && (!finished.has_value() || !SameTerm(*l, *finished))) {
+      finished.reset();
+      running = std::make_unique<RunningTerm>(work, *l);
+    }
+  }
+  if (running != nullptr) end().IgnoreError();
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Leadership> Client::WaitUntilLeader(absl::Duration timeout) const {
@@ -289,6 +429,7 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
   const int64_t hb_ns = absl::ToInt64Nanoseconds(connection_->options.heartbeat_interval);
   request.mutable_heartbeat_interval()->set_seconds(hb_ns / 1000000000);
   request.mutable_heartbeat_interval()->set_nanos(static_cast<int32_t>(hb_ns % 1000000000));
+  request.set_client_id(connection_->options.client_id);
   std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader =
       connection_->stub->WatchLeadership(&stream->context, request);
   v1::WatchLeadershipResponse message;
@@ -338,7 +479,9 @@ absl::StatusOr<Leadership> Watch::Next(absl::Duration timeout) {
       wake = std::min(wake, reconnect_at_);
     } else {
       wake = std::min(wake, stall_at_);
-      if (last_.has_value() && last_->is_leader) wake = std::min(wake, last_->valid_until);
+      if (last_.has_value() && last_->is_leader) {
+        wake = std::min({wake, last_->valid_until, After(kClockRecheck)});
+      }
     }
     std::unique_ptr<Item> item;
     bool cancelled;

@@ -8,18 +8,31 @@
 
 namespace baton::client {
 
-absl::StatusOr<int32_t> ParseToken(absl::string_view text) {
-  int32_t token = 0;
+namespace {
+
+template <typename Int>
+absl::StatusOr<Int> ParseDigits(absl::string_view text, absl::string_view header) {
+  Int value = 0;
   // SimpleAtoi accepts a sign and surrounding spaces; a token is digits only.
   const bool digits = !text.empty() && std::all_of(text.begin(), text.end(), absl::ascii_isdigit);
-  if (!digits || !absl::SimpleAtoi(text, &token)) {
+  if (!digits || !absl::SimpleAtoi(text, &value)) {
     return absl::InvalidArgumentError(
-        absl::StrCat(kTokenHeader, " \"", text, "\" is not a fencing token"));
+        absl::StrCat(header, " \"", text, "\" is not a fencing token"));
   }
-  return token;
+  return value;
 }
 
-absl::Status Fence::Admit(int32_t token) {
+}  // namespace
+
+absl::StatusOr<int32_t> ParseToken(absl::string_view text) {
+  return ParseDigits<int32_t>(text, kTokenHeader);
+}
+
+absl::StatusOr<int64_t> ParseRevision(absl::string_view text) {
+  return ParseDigits<int64_t>(text, kRevisionHeader);
+}
+
+absl::Status Fence::Admit(int64_t token) {
   absl::MutexLock lock(&mu_);
   if (highest_.has_value() && token < *highest_) {
     return absl::AbortedError(absl::StrCat("stale fencing token ", token,
@@ -30,7 +43,7 @@ absl::Status Fence::Admit(int32_t token) {
   return absl::OkStatus();
 }
 
-std::optional<int32_t> Fence::Highest() const {
+std::optional<int64_t> Fence::Highest() const {
   absl::MutexLock lock(&mu_);
   return highest_;
 }

@@ -35,6 +35,22 @@ TEST(FenceTest, IsSafeForConcurrentWriters) {
   EXPECT_EQ(fence.Highest(), 15);
 }
 
+TEST(FenceTest, ComparesRevisionsAsIntegers) {
+  Fence fence;
+  EXPECT_TRUE(fence.Admit(999).ok());
+  EXPECT_TRUE(fence.Admit(int64_t{1} << 40).ok());
+  // "Unknown" (0) is refused once a revision was admitted.
+  EXPECT_EQ(fence.Admit(0).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(fence.Highest(), int64_t{1} << 40);
+}
+
+TEST(ParseRevisionTest, AcceptsDigitsUpTo64Bits) {
+  EXPECT_EQ(ParseRevision("1099511627776").value_or(-1), int64_t{1} << 40);
+  for (absl::string_view bad : {"", "-1", "x", "9223372036854775808"}) {
+    EXPECT_EQ(ParseRevision(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(ParseTokenTest, AcceptsDigitsOnly) {
   EXPECT_EQ(ParseToken("42").value_or(-1), 42);
   for (absl::string_view bad : {"", "-1", "+1", " 1", "x", "2147483648"}) {

@@ -3,6 +3,8 @@
 // sidecars are shared, so each test starts from a settled election.
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -13,6 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "baton/client/client.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -80,7 +84,8 @@ class SidecarsTest : public testing::Test {
     Settle();
   }
 
-  // Waits until every sidecar runs and answers and exactly one leads.
+  // Waits until every sidecar runs, has read the Lease and answers, and
+  // exactly one leads.
   void Settle() {
     const auto deadline = steady_clock::now() + std::chrono::seconds(20);
     std::string last;
@@ -90,7 +95,7 @@ class SidecarsTest : public testing::Test {
       bool all = true;
       for (size_t i = 0; i < fx_.sidecars.size() && all; ++i) {
         absl::StatusOr<Leadership> l = Connect(fx_.sidecars[i])->GetLeadership();
-        all = l.ok() && l->identity == fx_.sidecars[i].identity;
+        all = l.ok() && l->identity == fx_.sidecars[i].identity && l->observed;
         if (all && l->is_leader) {
           ++leaders;
           leader_ = static_cast<int>(i);
@@ -238,6 +243,143 @@ TEST_F(SidecarsTest, ClientReconnectsAfterTheSidecarRestarts) {
   ASSERT_TRUE(now.ok()) << now.status();
   EXPECT_EQ(now->identity, identity);
   EXPECT_EQ(ReadFixture().sidecars[leader_].identity, identity);
+}
+
+TEST_F(SidecarsTest, AcknowledgeStepDownGivesBackThisClientsPromisesOnly) {
+  std::unique_ptr<Client> client = Connect(fx_.sidecars[leader_]);
+  absl::StatusOr<Leadership> l = client->GetLeadership();
+  ASSERT_TRUE(l.ok() && l->is_leader) << l.status();
+  // Another term's acknowledgement is ignored.
+  EXPECT_EQ(client->AcknowledgeStepDown(l->fencing_token + 1).value_or(true), false);
+  EXPECT_EQ(client->AcknowledgeStepDown(l->fencing_token).value_or(false), true);
+  EXPECT_EQ(client->AcknowledgeStepDown(l->fencing_token).value_or(true), false);
+  EXPECT_EQ(Connect(fx_.sidecars[leader_])->AcknowledgeStepDown(l->fencing_token).value_or(true),
+            false);
+}
+
+TEST_F(SidecarsTest, SigtermHandoverCarriesRevisionsAndKeepsAPollersPromises) {
+  const Sidecar old = fx_.sidecars[leader_];
+  absl::StatusOr<Leadership> before = Connect(old)->GetLeadership();
+  ASSERT_TRUE(before.ok()) << before.status();
+  const BootClock::time_point now = BootClock::now();
+  EXPECT_GT(before->fencing_revision, 0);
+  EXPECT_GT(before->valid_until, now);
+  EXPECT_LE(before->valid_until, now + absl::ToChronoNanoseconds(fx_.renew_deadline));
+
+  // An application that polls the leader and never acknowledges.
+  std::atomic<bool> polling{true};
+  BootClock::time_point last_promise{};
+  std::thread poller([&] {
+    std::unique_ptr<Client> client = Connect(old);
+    while (polling) {
+      absl::StatusOr<Leadership> l = client->GetLeadership();
+      if (l.ok() && l->is_leader) last_promise = std::max(last_promise, l->valid_until);
+      std::this_thread::sleep_for(milliseconds(5));
+    }
+  });
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::unique_ptr<Watch>> watches;
+  for (size_t i = 0; i < fx_.sidecars.size(); ++i) {
+    if (static_cast<int>(i) == leader_) continue;
+    clients.push_back(Connect(fx_.sidecars[i]));
+    watches.push_back(clients.back()->Watch());
+    ASSERT_TRUE(watches.back()->Next(absl::Seconds(5)).ok());
+  }
+  std::this_thread::sleep_for(milliseconds(300));
+
+  Signal(old, SIGTERM);
+  std::optional<Leadership> next;
+  BootClock::time_point seen{};
+  const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+  while (!next.has_value() && steady_clock::now() < deadline) {
+    for (std::unique_ptr<Watch>& watch : watches) {
+      absl::StatusOr<Leadership> l = watch->Next(absl::Milliseconds(20));
+      if (l.ok() && l->is_leader) {
+        seen = BootClock::now();
+        next = *l;
+        break;
+      }
+    }
+  }
+  polling = false;
+  poller.join();
+  ASSERT_TRUE(next.has_value()) << "no follower took over after SIGTERM of the leader";
+  EXPECT_GT(next->fencing_token, before->fencing_token);
+  EXPECT_GT(next->fencing_revision, before->fencing_revision);
+  // The poller never acknowledged: its last promise had to lapse first.
+  EXPECT_GE(absl::FromChrono(seen - last_promise), absl::ZeroDuration())
+      << "the successor led before the old leader's last promise to a poller lapsed";
+}
+
+TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
+  struct Started {
+    int index;
+    Leadership term;
+    BootClock::time_point at;
+  };
+  absl::Mutex mu;
+  std::vector<Started> started;  // guarded by mu
+  std::vector<BootClock::time_point> returned(fx_.sidecars.size());  // guarded by mu
+  absl::Notification stop;
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::thread> runners;
+  for (size_t i = 0; i < fx_.sidecars.size(); ++i) {
+    clients.push_back(Connect(fx_.sidecars[i]));
+    const Client& client = *clients.back();
+    runners.emplace_back([&, i, &client = client] {
+      client
+          .RunWhileLeader(
+              [&, i](const Leadership& term, const absl::Notification& cancelled) {
+                {
+                  absl::MutexLock lock(&mu);
+                  started.push_back({static_cast<int>(i), term, BootClock::now()});
+                }
+                cancelled.WaitForNotification();
+                std::this_thread::sleep_for(milliseconds(20));  // the work winds down
+                absl::MutexLock lock(&mu);
+                returned[i] = BootClock::now();
+                return absl::OkStatus();
+              },
+              stop)
+          .IgnoreError();
+    });
+  }
+  auto count = [&]() {
+    absl::MutexLock lock(&mu);
+    return started.size();
+  };
+  auto wait_for = [&](size_t n) {
+    const auto deadline = steady_clock::now() + std::chrono::seconds(10);
+    while (count() < n && steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    return count() >= n;
+  };
+  const bool first_started = wait_for(1);
+  // Let the promises Settle() was given lapse: it never acknowledges.
+  std::this_thread::sleep_for(absl::ToChronoMilliseconds(fx_.renew_deadline) + milliseconds(200));
+  const BootClock::time_point sent = BootClock::now();
+  Signal(fx_.sidecars[leader_], SIGTERM);
+  const bool next_started = first_started && wait_for(2);
+  stop.Notify();
+  for (std::thread& r : runners) r.join();
+
+  ASSERT_TRUE(first_started) << "no leader work started";
+  ASSERT_TRUE(next_started) << "no other sidecar's work started after SIGTERM of the leader";
+  absl::MutexLock lock(&mu);
+  const Started& first = started[0];
+  const Started& next = started[1];
+  EXPECT_EQ(first.index, leader_);
+  EXPECT_NE(next.index, leader_);
+  EXPECT_GT(next.term.fencing_token, first.term.fencing_token);
+  EXPECT_GT(next.term.fencing_revision, first.term.fencing_revision);
+  EXPECT_NE(returned[first.index], BootClock::time_point{}) << "the old work never returned";
+  EXPECT_GE(absl::FromChrono(next.at - returned[first.index]), absl::ZeroDuration())
+      << "the new work started before the old one returned";
+  const absl::Duration handover = absl::FromChrono(next.at - sent);
+  EXPECT_LT(handover, fx_.renew_deadline / 2) << "handover took " << handover;
+  std::printf("SIGTERM -> new leader's work started: %s\n",
+              absl::FormatDuration(handover).c_str());
 }
 
 }  // namespace

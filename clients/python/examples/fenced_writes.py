@@ -9,15 +9,17 @@ this pod leads, tagging every write with the token.
 
 Run one store and one writer beside each sidecar ($BATON_GRPC_ADDR, or
 $BATON_HTTP_ADDR with --http, selects the sidecar). Only the leader's writer
-writes; after a handover the tokens go up, and a late write from the old
-leader is answered 409 Conflict.
+writes: it writes inside run_while_leader, which stops the writes when the
+term ends and then acknowledges the step-down, so a graceful handover takes
+milliseconds. After a handover the tokens go up, and a late write from the
+old leader is answered 409 Conflict.
 """
 
 import argparse
 import http.server
+import signal
 import socket
 import threading
-import time
 import urllib.error
 import urllib.request
 
@@ -70,18 +72,35 @@ def put(url: str, value: str, token: int, timeout: float) -> None:
 
 def writer(args: argparse.Namespace) -> None:
     client = baton_client.HttpClient() if args.http else baton_client.Client()
-    for n in range(1, 1 << 62):
-        try:
-            token = client.require_leader(min_validity=args.min_validity)
-            # Finish within the guarantee: the store still checks the token.
-            put(f"{args.store}/kv/{args.key}", f"{socket.gethostname()} #{n}", token,
-                timeout=args.min_validity)
-            print(f"write {n} done with token {token}", flush=True)
-        except BatonError as e:  # NotLeaderError on followers, or no sidecar
-            print(f"not writing: {e}", flush=True)
-        except (urllib.error.URLError, OSError) as e:  # 409 from the fence, or no store
-            print(f"write {n} failed: {e}", flush=True)
-        time.sleep(args.every)
+    shutdown = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: shutdown.set())
+    signal.signal(signal.SIGINT, lambda *_: shutdown.set())
+    count = 0
+
+    def work(term: baton_client.Leadership, cancelled: threading.Event) -> None:
+        """Writes while this term lasts; ``cancelled`` is set when it ends."""
+        nonlocal count
+        print(f"leading with token {term.fencing_token} (revision {term.fencing_revision})",
+              flush=True)
+        while not cancelled.is_set():
+            count += 1
+            try:
+                # A fresh answer per write: how long this write may take.
+                token = client.require_leader(min_validity=args.min_validity)
+                # Finish within the guarantee: the store still checks the token.
+                put(f"{args.store}/kv/{args.key}", f"{socket.gethostname()} #{count}", token,
+                    timeout=args.min_validity)
+                print(f"write {count} done with token {token}", flush=True)
+            except BatonError as e:  # NotLeaderError, or no sidecar
+                print(f"not writing: {e}", flush=True)
+            except (urllib.error.URLError, OSError) as e:  # 409 from the fence, or no store
+                print(f"write {count} failed: {e}", flush=True)
+            cancelled.wait(args.every)
+        print(f"term with token {term.fencing_token} ended: stopped writing", flush=True)
+
+    print("waiting for leadership", flush=True)
+    # Returns on SIGTERM once the writes have stopped and are acknowledged.
+    client.run_while_leader(work, stop=shutdown)
 
 
 def main() -> None:

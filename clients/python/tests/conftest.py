@@ -24,7 +24,8 @@ def send(sidecar: Dict[str, Any], sig: signal.Signals) -> None:
 
 
 def wait_settled(timeout: float = 20.0) -> Tuple[Dict[str, Any], int]:
-    """Waits until every sidecar runs and answers and exactly one leads;
+    """Waits until every sidecar runs, has read the Lease and answers, and
+    exactly one leads;
     returns the fixture and the leader's index."""
     deadline = time.monotonic() + timeout
     last = ""
@@ -32,13 +33,14 @@ def wait_settled(timeout: float = 20.0) -> Tuple[Dict[str, Any], int]:
         fx = read_fixture()
         try:
             states = [HttpClient(s["http"], timeout=0.5).leadership() for s in fx["sidecars"]]
-            if all(st.identity == s["identity"] for st, s in zip(states, fx["sidecars"])):
+            if all(st.identity == s["identity"] and st.observed
+                   for st, s in zip(states, fx["sidecars"])):
                 leaders = [i for i, st in enumerate(states) if st.is_leader]
                 if len(leaders) == 1:
                     return fx, leaders[0]
                 last = f"leaders: {leaders}"
             else:
-                last = "a sidecar is restarting"
+                last = "a sidecar is restarting (or has not read the Lease yet)"
         except (BatonError, TypeError) as e:
             last = str(e)
         time.sleep(0.1)

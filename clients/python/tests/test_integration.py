@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from baton_client import (AsyncClient, Client, HttpClient, NotLeaderError,
-                          SidecarUnavailableError)
+from baton_client import (AsyncClient, BatonError, Client, HttpClient, NotLeaderError,
+                          SidecarUnavailableError, boottime)
 from conftest import read_fixture, send, wait_settled
 
 FAST = dict(heartbeat_interval=0.3, min_backoff=0.05, max_backoff=0.5)
@@ -198,3 +198,116 @@ def test_sync_watch_reconnects_after_the_sidecar_restarts(settled):
         assert saw_outage
         assert state.identity == read_fixture()["sidecars"][li]["identity"]
         assert c.leadership().identity == state.identity
+
+
+def _last_promise(sidecar, stop, out):
+    """Asks the sidecar over HTTP until ``stop`` and puts the latest deadline
+    of its leader answers in ``out``: an application that polls and never
+    acknowledges."""
+    http = HttpClient(sidecar["http"], timeout=0.5)
+    latest = 0.0
+    while not stop.is_set():
+        try:
+            state = http.leadership()
+            if state.is_leader:
+                latest = max(latest, state.valid_until)
+        except SidecarUnavailableError:
+            pass
+        time.sleep(0.005)
+    out.put(latest)
+
+
+def test_sigterm_handover_carries_revisions_and_keeps_a_pollers_promises(settled):
+    fx, li = settled
+    leader = fx["sidecars"][li]
+    with Client(leader["grpc"], **FAST) as c:
+        before = c.leadership()
+    now = boottime()
+    assert now < before.valid_until <= now + fx["renewDeadline"]
+    stop = threading.Event()
+    promised: "queue.Queue" = queue.Queue()
+    poller = threading.Thread(target=_last_promise, args=(leader, stop, promised), daemon=True)
+    poller.start()
+    followers = [(i, Client(s["grpc"], **FAST)) for i, s in enumerate(fx["sidecars"]) if i != li]
+    states: "queue.Queue" = queue.Queue()
+
+    def follow(i, c):
+        for state in c.watch(stop):
+            states.put((i, state, boottime()))
+
+    for i, c in followers:
+        threading.Thread(target=follow, args=(i, c), daemon=True).start()
+    try:
+        time.sleep(0.3)
+        send(leader, signal.SIGTERM)
+        while True:
+            i, state, seen = states.get(timeout=10)
+            if state.is_leader:
+                break
+        stop.set()
+        last = promised.get(timeout=5)
+        # The poller never acknowledged: its last promise had to lapse first.
+        assert seen >= last, f"successor led {last - seen:.3f}s before a promise lapsed"
+        assert state.fencing_token > before.fencing_token
+        assert before.fencing_revision > 0
+        assert state.fencing_revision > before.fencing_revision
+    finally:
+        stop.set()
+        for _, c in followers:
+            c.close()
+
+
+def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
+    fx, li = settled
+    started: "queue.Queue" = queue.Queue()
+    returned = {}
+    stop = threading.Event()
+
+    def work_beside(i):
+        def work(term, cancelled):
+            started.put((i, term, boottime()))
+            cancelled.wait()
+            time.sleep(0.02)  # the work winds down
+            returned[term.fencing_token] = boottime()
+        return work
+
+    clients = [Client(s["grpc"], **FAST) for s in fx["sidecars"]]
+    runners = [threading.Thread(target=c.run_while_leader, args=(work_beside(i),),
+                                kwargs={"stop": stop}, daemon=True)
+               for i, c in enumerate(clients)]
+    for r in runners:
+        r.start()
+    try:
+        i, first, _ = started.get(timeout=10)
+        assert i == li
+        # Let the promises settled() was given lapse: it never acknowledges.
+        time.sleep(fx["renewDeadline"] + 0.2)
+        sent = boottime()
+        send(fx["sidecars"][li], signal.SIGTERM)
+        j, term, at = started.get(timeout=10)
+        assert j != li
+        assert returned.get(first.fencing_token, float("inf")) <= at, \
+            "the new work started before the old one returned"
+        assert at - sent < fx["renewDeadline"] / 2, f"handover took {at - sent:.3f}s"
+        assert term.fencing_token > first.fencing_token
+        assert term.fencing_revision > first.fencing_revision
+    finally:
+        stop.set()
+        for r in runners:
+            r.join(10)
+        for c in clients:
+            c.close()
+
+
+def test_http_acknowledge_step_down_gives_back_this_clients_promises_only(settled):
+    fx, li = settled
+    leader = fx["sidecars"][li]
+    http = HttpClient(leader["http"])
+    token = http.require_leader()
+    assert http.acknowledge_step_down(token + 1) is False  # another term: ignored
+    assert http.acknowledge_step_down(token) is True
+    assert http.acknowledge_step_down(token) is False  # nothing left
+    assert HttpClient(leader["http"]).acknowledge_step_down(token) is False
+    with pytest.raises(BatonError, match="400"):
+        HttpClient(leader["http"], client_id="x")._request(
+            "POST", "/leader/ack", client_id="bad id", fencing_token=token)

@@ -15,7 +15,8 @@ import baton_client
 from baton_client import (Fence, HttpClient, Leadership, NotLeaderError,
                           SidecarUnavailableError, StaleTokenError)
 from baton_client._address import resolve
-from baton_client.leadership import StreamStalled, WatchTracker, check_leader, from_json
+from baton_client.leadership import (StreamStalled, WatchTracker, boottime, check_leader,
+                                     from_json)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -30,6 +31,18 @@ def test_fence_admits_equal_and_higher_tokens_and_refuses_lower():
     assert (e.value.token, e.value.highest) == (4, 5)
     assert fence.highest == 5
     assert Fence(highest=9).highest == 9
+
+
+def test_revisions_are_fenced_as_integers_and_carried_in_their_own_header():
+    fence = Fence()
+    fence.admit(999)
+    fence.admit(1000)  # compared as integers, not as strings
+    with pytest.raises(StaleTokenError):
+        fence.admit(0)  # "unknown" is refused once a revision was admitted
+    headers = baton_client.revision_headers(2**40)
+    assert baton_client.revision_from_headers(headers) == 2**40
+    with pytest.raises(ValueError):
+        baton_client.revision_from_headers({baton_client.REVISION_HEADER: str(2**63)})
 
 
 def test_token_headers_round_trip_and_reject_garbage():
@@ -68,7 +81,7 @@ def test_leadership_parses_proto3_json():
 
 
 def test_require_leader_needs_the_validity_asked_for():
-    now = time.monotonic()
+    now = boottime()
     lead = Leadership(is_leader=True, identity="a", holder_identity="a", fencing_token=3,
                       observed=True, valid_for=1.0, valid_until=now + 1.0)
     assert check_leader(lead, 0.5) == 3
@@ -81,7 +94,7 @@ def test_require_leader_needs_the_validity_asked_for():
 def test_watch_tracker_turns_a_silent_leader_into_a_follower_then_reports_a_stall():
     tracker = WatchTracker(stall_timeout=0.3)
     lead = Leadership(is_leader=True, identity="a", fencing_token=1,
-                      valid_until=time.monotonic() + 0.1)
+                      valid_until=boottime() + 0.1)
     assert tracker.received(lead) is lead
     assert tracker.received(lead) is None  # a heartbeat is not news
     time.sleep(tracker.timeout())

@@ -228,10 +228,51 @@ func (m *Member) Get(path string) (*http.Response, error) {
 	return httpClient.Get("http://" + m.HTTPAddr + path)
 }
 
-// State asks m GET /leader.
+// ClientID is the client_id the tests ask baton sidecars with, as an
+// application's client would: their leader answers are promises the tests
+// can acknowledge (Acknowledge) so a graceful handover need not wait for them
+// to lapse.
+const ClientID = "baton-tests"
+
+// State asks m GET /leader as ClientID.
 func (m *Member) State() (State, error) {
+	return m.state("/leader?client_id=" + ClientID)
+}
+
+// AnonymousState asks m GET /leader without a client_id: a promise only time
+// ends.
+func (m *Member) AnonymousState() (State, error) { return m.state("/leader") }
+
+// Acknowledge tells m that ClientID has stopped acting on term token (POST
+// /leader/ack), the step-down handshake's answer.
+func (m *Member) Acknowledge(token int64) error {
+	resp, err := httpClient.Post(fmt.Sprintf("http://%s/leader/ack?client_id=%s&fencing_token=%d",
+		m.HTTPAddr, ClientID, token), "text/plain", nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST /leader/ack: %s", resp.Status)
+	}
+	return nil
+}
+
+// AcknowledgeOnceSteppedDown is what a cooperating application does on a
+// step-down: it waits (at most 5s) until m no longer says it leads — its
+// leader work would stop there — then acknowledges term token.
+func (m *Member) AcknowledgeOnceSteppedDown(token int64) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if s, err := m.State(); err == nil && !s.IsLeader {
+			_ = m.Acknowledge(token)
+			return
+		}
+	}
+}
+
+func (m *Member) state(path string) (State, error) {
 	var s State
-	resp, err := m.Get("/leader")
+	resp, err := m.Get(path)
 	if err != nil {
 		return s, err
 	}

@@ -6,9 +6,11 @@
 //	fencedwrites writer -store=http://127.0.0.1:7070 [-key=counter] [-every=1s]
 //
 // Run one store and one writer beside each sidecar (BATON_GRPC_ADDR selects
-// the sidecar). Only the leader's writer writes; after a handover the new
-// leader's writes carry a higher token, and a late write from the old leader
-// is answered 409 Conflict.
+// the sidecar). Only the leader's writer writes: it writes inside
+// RunWhileLeader, which stops the writes when the term ends and then
+// acknowledges the step-down, so a graceful handover takes milliseconds.
+// After a handover the new leader's writes carry a higher token, and a late
+// write from the old leader is answered 409 Conflict.
 package main
 
 import (
@@ -131,24 +133,39 @@ func runWriter(ctx context.Context, args []string) error {
 	}
 	defer c.Close()
 	host, _ := os.Hostname()
-	for n := 1; ctx.Err() == nil; n++ {
-		err := c.Fenced(ctx, *minValidity, func(ctx context.Context, token int32) error {
-			return put(ctx, *storeURL+"/kv/"+*key, fmt.Sprintf("%s #%d", host, n), token)
-		})
-		switch {
-		case errors.Is(err, baton.ErrNotLeader), errors.Is(err, baton.ErrSidecarUnavailable):
-			log.Printf("not writing: %v", err)
-		case err != nil:
-			log.Printf("write %d failed: %v", n, err)
-		default:
-			log.Printf("write %d done", n)
+	n := 0
+	log.Printf("waiting for leadership")
+	// Returns on SIGTERM once the writes have stopped and the step-down is
+	// acknowledged.
+	err = c.RunWhileLeader(ctx, func(ctx context.Context, l baton.Leadership) error {
+		log.Printf("leading with token %d (revision %d)", l.FencingToken, l.FencingRevision)
+		for {
+			// ctx ends with the term; Fenced also bounds each write by the
+			// guarantee of a fresh answer.
+			err := c.Fenced(ctx, *minValidity, func(ctx context.Context, token int32) error {
+				n++
+				return put(ctx, *storeURL+"/kv/"+*key, fmt.Sprintf("%s #%d", host, n), token)
+			})
+			switch {
+			case errors.Is(err, baton.ErrNotLeader), errors.Is(err, baton.ErrSidecarUnavailable):
+				log.Printf("not writing: %v", err)
+			case err != nil:
+				log.Printf("write %d failed: %v", n, err)
+			default:
+				log.Printf("write %d done", n)
+			}
+			select {
+			case <-ctx.Done():
+				log.Printf("term with token %d ended: stopped writing", l.FencingToken)
+				return nil
+			case <-time.After(*every):
+			}
 		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(*every):
-		}
+	})
+	if errors.Is(err, context.Canceled) {
+		return nil
 	}
-	return nil
+	return err
 }
 
 // put is one fenced write: the token travels in the Baton-Fencing-Token

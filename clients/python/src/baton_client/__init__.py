@@ -6,8 +6,10 @@ with.
   importable.
 * :class:`Client` (blocking) and :class:`AsyncClient` (asyncio) — gRPC, with
   a streaming ``watch()``; need ``pip install "baton-client[grpc]"``.
-* :class:`Fence`, :func:`token_headers`, :func:`token_from_headers` — the
-  store side of fencing and how a write carries its token.
+* :class:`Fence`, :func:`token_headers`, :func:`revision_headers` and their
+  readers — the store side of fencing and how a write carries its token.
+* ``run_while_leader`` on every client — the application's leader work,
+  ended with the term and then acknowledged, so a graceful handover is fast.
 
 Every client reconnects by itself when the sidecar restarts, and raises
 :class:`SidecarUnavailableError` while none answers: treat it as "not
@@ -18,15 +20,16 @@ from typing import Any
 
 from ._address import DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, ENV_GRPC_ADDR, ENV_HTTP_ADDR
 from .errors import BatonError, NotLeaderError, SidecarUnavailableError, StaleTokenError
-from .fence import TOKEN_HEADER, Fence, token_from_headers, token_headers
+from .fence import (REVISION_HEADER, TOKEN_HEADER, Fence, revision_from_headers,
+                    revision_headers, token_from_headers, token_headers)
 from .http import HttpClient
-from .leadership import Leadership
+from .leadership import Leadership, boottime
 
 __all__ = [
     "AsyncClient", "BatonError", "Client", "DEFAULT_GRPC_ADDR", "DEFAULT_HTTP_ADDR",
     "ENV_GRPC_ADDR", "ENV_HTTP_ADDR", "Fence", "HttpClient", "Leadership", "NotLeaderError",
-    "SidecarUnavailableError", "StaleTokenError", "TOKEN_HEADER", "token_from_headers",
-    "token_headers",
+    "REVISION_HEADER", "SidecarUnavailableError", "StaleTokenError", "TOKEN_HEADER", "boottime",
+    "revision_from_headers", "revision_headers", "token_from_headers", "token_headers",
 ]
 
 

@@ -35,8 +35,8 @@ def translate(addr: str, err: grpc.RpcError) -> BatonError:
     return BatonError(f"{addr}: {err}")
 
 
-def watch_request(heartbeat_interval: float) -> pb.WatchLeadershipRequest:
-    """A WatchLeadership request asking for heartbeats."""
+def watch_request(heartbeat_interval: float, client_id: str) -> pb.WatchLeadershipRequest:
+    """A WatchLeadership request from ``client_id`` asking for heartbeats."""
     d = duration_pb2.Duration()
     d.FromNanoseconds(int(heartbeat_interval * 1e9))
-    return pb.WatchLeadershipRequest(heartbeat_interval=d)
+    return pb.WatchLeadershipRequest(heartbeat_interval=d, client_id=client_id)

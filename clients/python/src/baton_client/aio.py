@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import AsyncIterator, Optional
+from typing import AsyncIterator, Awaitable, Callable, Optional
 
 import grpc
 
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
 from ._grpc_common import channel_options, translate, watch_request
 from .errors import BatonError, SidecarUnavailableError
-from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, check_leader,
-                         from_proto)
+from ._leader_work import leading, same_term
+from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, boottime, check_leader,
+                         client_id_or_random, from_proto)
 from .v1 import leader_election_pb2 as pb
 from .v1 import leader_election_pb2_grpc as pb_grpc
 
@@ -27,8 +27,9 @@ class AsyncClient:
 
     def __init__(self, addr: Optional[str] = None, *, call_timeout: float = 2.0,
                  heartbeat_interval: float = 1.0, min_backoff: float = 0.1,
-                 max_backoff: float = 2.0) -> None:
+                 max_backoff: float = 2.0, client_id: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_GRPC_ADDR, DEFAULT_GRPC_ADDR, allow_unix=True)
+        self.client_id = client_id_or_random(client_id)
         self.call_timeout = call_timeout
         self.heartbeat_interval = heartbeat_interval
         self._min_backoff, self._max_backoff = min_backoff, max_backoff
@@ -49,9 +50,9 @@ class AsyncClient:
     async def leadership(self, timeout: Optional[float] = None) -> Leadership:
         """The current state. Raises SidecarUnavailableError if no sidecar
         answers within ``timeout`` (default: call_timeout)."""
-        sent = time.monotonic()
+        sent = boottime()
         try:
-            msg = await self._stub.GetLeadership(pb.GetLeadershipRequest(),
+            msg = await self._stub.GetLeadership(pb.GetLeadershipRequest(client_id=self.client_id),
                                                  timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
@@ -75,6 +76,84 @@ class AsyncClient:
             raise translate(self.addr, e) from e
         return resp.was_leader
 
+    async def acknowledge_step_down(self, fencing_token: int) -> bool:
+        """This application has stopped acting on the term ``fencing_token``
+        (see Client.acknowledge_step_down)."""
+        try:
+            resp = await self._stub.AcknowledgeStepDown(
+                pb.AcknowledgeStepDownRequest(client_id=self.client_id,
+                                              fencing_token=fencing_token),
+                timeout=self.call_timeout)
+        except grpc.RpcError as e:
+            raise translate(self.addr, e) from e
+        return resp.acknowledged
+
+    async def run_while_leader(self, work: Callable[[Leadership], Awaitable[None]]) -> None:
+        """Runs ``await work(term)`` as a task whenever this pod leads, and
+        acknowledges the step-down once it has ended::
+
+            async def work(term):
+                while True:
+                    await store.put(key, value, fencing_token=term.fencing_token)
+                    await asyncio.sleep(1)
+
+            runner = asyncio.ensure_future(client.run_while_leader(work))
+            ...
+            runner.cancel()  # on shutdown: cancels the work, acknowledges
+
+        The work task is cancelled as soon as the term ends (the same events
+        as for Client.run_while_leader); once it has finished, the term is
+        acknowledged. If ``work`` returns while the term goes on, the term is
+        acknowledged and ``work`` runs again at the next term; if it raises,
+        so does run_while_leader. Otherwise this runs until its own task is
+        cancelled, and then cancels the work, waits for it and acknowledges
+        before it re-raises the CancelledError."""
+        states = self.watch()
+        next_state = asyncio.ensure_future(states.__anext__())
+        task: Optional[asyncio.Task] = None
+        term = Leadership()
+        finished: Optional[Leadership] = None  # a term whose work returned by itself
+
+        async def give_back() -> None:
+            try:
+                await self.acknowledge_step_down(term.fencing_token)
+            except BatonError:
+                pass  # without the acknowledgement the handover is only slower
+
+        async def end(running: asyncio.Task) -> None:
+            running.cancel()
+            await asyncio.wait({running})
+            await give_back()
+
+        try:
+            while True:
+                waiting = {next_state} if task is None else {next_state, task}
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if task is not None and task in done:
+                    ended, task = task, None
+                    await give_back()
+                    if not ended.cancelled() and ended.exception() is not None:
+                        raise ended.exception()
+                    finished = term
+                if next_state not in done:
+                    continue
+                state = next_state.result()
+                next_state = asyncio.ensure_future(states.__anext__())
+                if task is not None and (not leading(state) or not same_term(state, term)):
+                    running, task = task, None
+                    await end(running)
+                if not leading(state):
+                    finished = None
+                elif task is None and (finished is None or not same_term(state, finished)):
+                    term, finished = state, None
+                    task = asyncio.ensure_future(work(state))
+        finally:
+            next_state.cancel()
+            await asyncio.wait({next_state})
+            if task is not None:
+                await end(task)
+            await states.aclose()
+
     async def watch(self) -> AsyncIterator[Leadership]:
         """``async for state in client.watch():`` the current state, then
         each change, with the same guarantees as Client.watch: a guarantee
@@ -97,7 +176,7 @@ class AsyncClient:
     async def _watch_stream(self) -> AsyncIterator[Leadership]:
         """One WatchLeadership stream; raises SidecarUnavailableError when it
         ends, fails or stalls."""
-        call = self._stub.WatchLeadership(watch_request(self.heartbeat_interval))
+        call = self._stub.WatchLeadership(watch_request(self.heartbeat_interval, self.client_id))
         tracker = WatchTracker(stall_timeout=2 * self.heartbeat_interval + 1)
         pending: Optional[asyncio.Task] = None
         try:
@@ -121,7 +200,7 @@ class AsyncClient:
                 if msg is grpc.aio.EOF:
                     raise SidecarUnavailableError(
                         self.addr, "the sidecar ended the stream (shutting down)", ENV_GRPC_ADDR)
-                news = tracker.received(from_proto(msg.leadership, time.monotonic()))
+                news = tracker.received(from_proto(msg.leadership, boottime()))
                 if news is not None:
                     yield news
         finally:

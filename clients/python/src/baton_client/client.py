@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import queue
 import threading
-import time
 from typing import Iterator, Optional
 
 import grpc
 
+from . import _leader_work
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
 from ._grpc_common import channel_options, translate, watch_request
 from .errors import BatonError, SidecarUnavailableError
-from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, check_leader,
-                         from_proto, sleep_unless_stopped, wait_for_leader)
+from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, boottime, check_leader,
+                         client_id_or_random, from_proto, sleep_unless_stopped,
+                         wait_for_leader)
 from .v1 import leader_election_pb2 as pb
 from .v1 import leader_election_pb2_grpc as pb_grpc
 
@@ -37,12 +38,18 @@ class Client:
             state when nothing changes; a watch silent for twice that plus a
             second is taken as stuck and reconnected.
         min_backoff, max_backoff: reconnection backoff bounds, in seconds.
+        client_id: the name this client gives the sidecar with every
+            question (1 to 64 characters from [A-Za-z0-9._-]); the sidecar
+            records its leader answers under it as promises that
+            :meth:`acknowledge_step_down` gives back. Default: 16 random hex
+            digits per client object, which is what it should normally be.
     """
 
     def __init__(self, addr: Optional[str] = None, *, call_timeout: float = 2.0,
                  heartbeat_interval: float = 1.0, min_backoff: float = 0.1,
-                 max_backoff: float = 2.0) -> None:
+                 max_backoff: float = 2.0, client_id: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_GRPC_ADDR, DEFAULT_GRPC_ADDR, allow_unix=True)
+        self.client_id = client_id_or_random(client_id)
         self.call_timeout = call_timeout
         self.heartbeat_interval = heartbeat_interval
         self._min_backoff, self._max_backoff = min_backoff, max_backoff
@@ -63,9 +70,9 @@ class Client:
     def leadership(self, timeout: Optional[float] = None) -> Leadership:
         """The current state. Raises SidecarUnavailableError if no sidecar
         answers within ``timeout`` (default: call_timeout)."""
-        sent = time.monotonic()
+        sent = boottime()
         try:
-            msg = self._stub.GetLeadership(pb.GetLeadershipRequest(),
+            msg = self._stub.GetLeadership(pb.GetLeadershipRequest(client_id=self.client_id),
                                            timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
@@ -79,7 +86,7 @@ class Client:
     def require_leader(self, min_validity: float = 0.0, timeout: Optional[float] = None) -> int:
         """The fencing token to tag a write with, if this pod leads with at
         least ``min_validity`` seconds of guaranteed leadership left (counted
-        from when the request was sent). Raises NotLeaderError or
+        from when the sidecar answered). Raises NotLeaderError or
         SidecarUnavailableError."""
         return check_leader(self.leadership(timeout), min_validity)
 
@@ -92,6 +99,59 @@ class Client:
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
         return resp.was_leader
+
+    def acknowledge_step_down(self, fencing_token: int) -> bool:
+        """Tells the sidecar that this application has stopped acting on the
+        leadership of the term ``fencing_token`` (its leader work was
+        cancelled and has ended). The promises the sidecar gave this client
+        for that term are void from then on, so a sidecar that steps down
+        (shutdown or resign) releases the Lease without waiting for them to
+        lapse. Returns whether any were outstanding.
+
+        Call it only once nothing in this process acts on this client's
+        answers for that term; :meth:`run_while_leader` calls it for you.
+        Without it the handover is still safe, only slower: the sidecar
+        waits until its last promise lapses (up to its --renew-deadline)."""
+        try:
+            resp = self._stub.AcknowledgeStepDown(
+                pb.AcknowledgeStepDownRequest(client_id=self.client_id,
+                                              fencing_token=fencing_token),
+                timeout=self.call_timeout)
+        except grpc.RpcError as e:
+            raise translate(self.addr, e) from e
+        return resp.acknowledged
+
+    def run_while_leader(self, work: "_leader_work.Work",
+                         stop: Optional[threading.Event] = None) -> None:
+        """Runs ``work(term, cancelled)`` whenever this pod leads, and
+        acknowledges the step-down once it has returned, so a graceful
+        handover takes milliseconds instead of a renew deadline::
+
+            def work(term, cancelled):
+                while not cancelled.is_set():
+                    store.put(key, value, fencing_token=term.fencing_token)
+                    cancelled.wait(1)
+
+            client.run_while_leader(work, stop=shutdown)
+
+        ``work`` runs on a thread of its own with the leader state that began
+        the term. ``cancelled`` (a threading.Event) is set as soon as the term
+        ends: a watched state says not leader or stepping down, the token or
+        the sidecar changes, the guarantee runs out without news, the sidecar
+        cannot be reached, or ``stop`` is set. ``work`` must then stop acting
+        as leader and return; only then is the term acknowledged (errors of
+        the acknowledgement are ignored: without it the handover is only
+        slower). An exception ``work`` raises after ``cancelled`` was set is
+        dropped. If ``work`` returns while the term goes on, the term is
+        acknowledged and ``work`` runs again at the next term; if it raises,
+        run_while_leader raises that exception. Otherwise it returns once
+        ``stop`` is set and any running work has returned and been
+        acknowledged.
+
+        The acknowledgement speaks for this client (its ``client_id``):
+        while this runs, do not act as leader on this client's other answers
+        outside ``work``."""
+        _leader_work.run_while_leader(self.watch, self.acknowledge_step_down, work, stop)
 
     def watch(self, stop: Optional[threading.Event] = None) -> Iterator[Leadership]:
         """Yields the current state, then each change of leader, holder,
@@ -121,13 +181,13 @@ class Client:
     def _watch_stream(self, stop: Optional[threading.Event]) -> Iterator[Leadership]:
         """One WatchLeadership stream; raises SidecarUnavailableError when it
         ends, fails or stalls."""
-        call = self._stub.WatchLeadership(watch_request(self.heartbeat_interval))
+        call = self._stub.WatchLeadership(watch_request(self.heartbeat_interval, self.client_id))
         received: "queue.Queue" = queue.Queue()
 
         def read() -> None:
             try:
                 for msg in call:
-                    received.put(from_proto(msg.leadership, time.monotonic()))
+                    received.put(from_proto(msg.leadership, boottime()))
                 received.put(_EOF)
             except grpc.RpcError as e:
                 received.put(e)

@@ -11,6 +11,18 @@ The pattern:
 
 Step 3 is what makes it safe: a deposed leader may not know yet that it was
 deposed, and its write may already be on its way.
+
+Two tokens, one per store (never mix them in one Fence):
+
+* ``Leadership.fencing_token`` (the Lease's leaseTransitions) grows across
+  leaders as far as any running sidecar has seen; if the Lease is deleted
+  while every sidecar restarts, it starts again from 0.
+* ``Leadership.fencing_revision`` (the resourceVersion of the write that won
+  the term) keeps growing even then, because it comes from the API server's
+  own counter; that is guaranteed on Kubernetes >= 1.35 only (KEP-5504:
+  resourceVersions of one resource type are comparable integers). Send it
+  with :func:`revision_headers`. 0 means the sidecar did not know one; a
+  Fence refuses it once any revision was admitted.
 """
 
 from __future__ import annotations
@@ -20,8 +32,9 @@ from typing import Dict, Mapping, Optional
 
 from .errors import StaleTokenError
 
-#: The HTTP header that carries a fencing token with a write.
+#: The HTTP headers that carry a fencing token or revision with a write.
 TOKEN_HEADER = "Baton-Fencing-Token"
+REVISION_HEADER = "Baton-Fencing-Revision"
 
 
 def token_headers(token: int) -> Dict[str, str]:
@@ -29,22 +42,38 @@ def token_headers(token: int) -> Dict[str, str]:
     return {TOKEN_HEADER: str(int(token))}
 
 
+def revision_headers(revision: int) -> Dict[str, str]:
+    """The headers that tag an HTTP write with a fencing ``revision``."""
+    return {REVISION_HEADER: str(int(revision))}
+
+
+def _from_headers(headers: Mapping[str, str], name: str, bits: int) -> int:
+    value = next((v for k, v in headers.items() if k.lower() == name.lower()), None)
+    if value is None:
+        raise ValueError(f"missing {name} header")
+    if not value.isdigit() or int(value) > 2**(bits - 1) - 1:
+        raise ValueError(f"{name} {value!r} is not a fencing token")
+    return int(value)
+
+
 def token_from_headers(headers: Mapping[str, str]) -> int:
     """Reads the token :func:`token_headers` wrote (header names compared
     case-insensitively). Raises ValueError if it is missing or not a
     non-negative 32-bit integer."""
-    value = next((v for k, v in headers.items() if k.lower() == TOKEN_HEADER.lower()), None)
-    if value is None:
-        raise ValueError(f"missing {TOKEN_HEADER} header")
-    if not value.isdigit() or int(value) > 2**31 - 1:
-        raise ValueError(f"{TOKEN_HEADER} {value!r} is not a fencing token")
-    return int(value)
+    return _from_headers(headers, TOKEN_HEADER, 32)
+
+
+def revision_from_headers(headers: Mapping[str, str]) -> int:
+    """Reads the revision :func:`revision_headers` wrote. Raises ValueError
+    if it is missing or not a non-negative 64-bit integer."""
+    return _from_headers(headers, REVISION_HEADER, 64)
 
 
 class Fence:
     """The store side of fencing for one Lease: remembers the highest token
-    admitted and refuses lower ones; equal tokens are admitted (the same
-    leader writing again). Thread-safe.
+    (or revision: compared as integers the same way) admitted and refuses
+    lower ones; equal ones are admitted (the same leader writing again).
+    Thread-safe.
 
     :meth:`admit` must be atomic with the write it guards: hold the store's
     own lock or transaction across both. A store that persists its data

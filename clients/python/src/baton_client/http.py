@@ -8,13 +8,15 @@ import json
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Iterator, Optional
 
+from . import _leader_work
 from ._address import DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolve
 from .errors import BatonError, SidecarUnavailableError
-from .leadership import (Backoff, Leadership, WatchTracker, check_leader, from_json,
-                         sleep_unless_stopped, wait_for_leader)
+from .leadership import (Backoff, Leadership, WatchTracker, boottime, check_leader,
+                         client_id_or_random, from_json, sleep_unless_stopped, wait_for_leader)
 
 
 class HttpClient:
@@ -24,16 +26,23 @@ class HttpClient:
         addr: ``host:port``; default ``$BATON_HTTP_ADDR``, else 127.0.0.1:4040.
         timeout: seconds each request may take, so a paused sidecar cannot
             block the caller.
+        client_id: sent as ``?client_id=`` with every GET /leader, as for
+            Client (default: 16 random hex digits per client object).
     """
 
-    def __init__(self, addr: Optional[str] = None, *, timeout: float = 2.0) -> None:
+    def __init__(self, addr: Optional[str] = None, *, timeout: float = 2.0,
+                 client_id: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_HTTP_ADDR, DEFAULT_HTTP_ADDR, allow_unix=False)
         self.timeout = timeout
+        self.client_id = client_id_or_random(client_id)
 
-    def _request(self, method: str, path: str) -> tuple:
-        """Returns (JSON body, time.monotonic() when the request was sent)."""
-        req = urllib.request.Request(f"http://{self.addr}{path}", method=method)
-        sent = time.monotonic()
+    def _request(self, method: str, path: str, **query: object) -> tuple:
+        """Returns (JSON body, boottime() when the request was sent)."""
+        url = f"http://{self.addr}{path}"
+        if query:
+            url += "?" + urllib.parse.urlencode(query)
+        req = urllib.request.Request(url, method=method)
+        sent = boottime()
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return json.load(resp), sent
@@ -46,7 +55,7 @@ class HttpClient:
     def leadership(self) -> Leadership:
         """The current state (GET /leader). Raises SidecarUnavailableError if
         no sidecar answers."""
-        body, sent = self._request("GET", "/leader")
+        body, sent = self._request("GET", "/leader", client_id=self.client_id)
         return from_json(body, sent)
 
     def is_leader(self) -> bool:
@@ -56,8 +65,8 @@ class HttpClient:
 
     def require_leader(self, min_validity: float = 0.0) -> int:
         """The fencing token to tag a write with, if this pod leads with at
-        least ``min_validity`` seconds left (counted from when the request
-        was sent). Raises NotLeaderError or SidecarUnavailableError."""
+        least ``min_validity`` seconds left (counted from when the sidecar
+        answered). Raises NotLeaderError or SidecarUnavailableError."""
         return check_leader(self.leadership(), min_validity)
 
     def resign(self) -> bool:
@@ -65,6 +74,29 @@ class HttpClient:
         whether this pod was leader. The sidecar keeps campaigning."""
         body, _ = self._request("POST", "/resign")
         return bool(body.get("wasLeader", False))
+
+    def acknowledge_step_down(self, fencing_token: int) -> bool:
+        """POST /leader/ack: this application has stopped acting on the term
+        ``fencing_token`` (see Client.acknowledge_step_down). Returns whether
+        the sidecar had promises outstanding for this client in that term.
+
+        An application that only polls GET /leader and never acknowledges
+        still gets a safe handover, but a slow one: the sidecar releases the
+        Lease only once the last promise it gave has lapsed, up to its
+        --renew-deadline after the last answer."""
+        body, _ = self._request("POST", "/leader/ack", client_id=self.client_id,
+                                fencing_token=int(fencing_token))
+        return bool(body.get("acknowledged", False))
+
+    def run_while_leader(self, work: "_leader_work.Work", *,
+                         stop: Optional[threading.Event] = None,
+                         poll_interval: float = 0.2) -> None:
+        """Client.run_while_leader over HTTP: the term is seen to end by
+        polling GET /leader every ``poll_interval`` seconds (and by the clock
+        when the guarantee runs out between polls)."""
+        _leader_work.run_while_leader(
+            lambda s: self.watch(poll_interval=poll_interval, stop=s),
+            self.acknowledge_step_down, work, stop)
 
     def watch(self, *, poll_interval: float = 0.2, stop: Optional[threading.Event] = None,
               min_backoff: float = 0.1, max_backoff: float = 2.0) -> Iterator[Leadership]:

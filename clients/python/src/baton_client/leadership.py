@@ -1,7 +1,7 @@
 """Leadership, the state a sidecar reports, and the logic every client
-shares: conversion from the wire, the require-leader decision and the
-bookkeeping of a watch (what is news, when a guarantee runs out, when a
-stream is stuck, how long to back off)."""
+shares: the clock, client ids, conversion from the wire, the require-leader
+decision and the bookkeeping of a watch (what is news, when a guarantee runs
+out, when a stream is stuck, how long to back off)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,42 @@ import dataclasses
 import datetime
 import random
 import re
+import secrets
 import threading
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from .errors import NotLeaderError
+
+if hasattr(time, "CLOCK_BOOTTIME"):
+    def boottime() -> float:
+        """Seconds on the node's CLOCK_BOOTTIME: time since boot, counting
+        suspend. The sidecar's deadlines (``validUntilBoottime``) are on this
+        clock; sidecar and application share the node's kernel, so such a
+        deadline means the same instant in every container of the Pod."""
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+    _SHARES_SIDECAR_CLOCK = True
+else:  # not Linux: no CLOCK_BOOTTIME, so the sidecar's deadlines are not used
+    boottime = time.monotonic
+    _SHARES_SIDECAR_CLOCK = False
+
+#: How long a watch or run_while_leader sleeps on Python's timers (which run
+#: on CLOCK_MONOTONIC and stop during a suspend) before it compares a
+#: guarantee with boottime() again.
+CLOCK_RECHECK = 0.1
+
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+def client_id_or_random(client_id: Optional[str]) -> str:
+    """``client_id`` if given (ValueError unless it is 1 to 64 characters from
+    [A-Za-z0-9._-]), else 16 random hex digits."""
+    if client_id is None:
+        return secrets.token_hex(8)
+    if not _CLIENT_ID.match(client_id):
+        raise ValueError(f"client_id {client_id!r} is not 1 to 64 characters from [A-Za-z0-9._-]")
+    return client_id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +66,12 @@ class Leadership:
     #: The token to tag writes with while ``is_leader``; otherwise the last
     #: observed leaseTransitions.
     fencing_token: int = 0
+    #: The second fencing token: the Lease's resourceVersion as written by
+    #: the write that won this term while ``is_leader``; otherwise that of the
+    #: last observed Lease. Unlike ``fencing_token`` it keeps growing across
+    #: Lease deletion and a restart of every sidecar, but it is comparable
+    #: only on Kubernetes >= 1.35 (see baton_client.fence). 0 when unknown.
+    fencing_revision: int = 0
     lease_name: str = ""
     lease_namespace: str = ""
     #: metadata.uid of the Lease; changes when it is deleted and recreated.
@@ -42,11 +79,14 @@ class Leadership:
     #: The Lease's acquireTime and renewTime (holder's wall clock), if known.
     acquire_time: Optional[datetime.datetime] = None
     renew_time: Optional[datetime.datetime] = None
-    #: Seconds of guaranteed leadership left when the sidecar answered.
+    #: Seconds of guaranteed leadership left when the sidecar produced the
+    #: answer.
     valid_for: float = 0.0
-    #: When that guarantee ends, on ``time.monotonic()``, counted from when the
-    #: request was sent (unary calls) or the message arrived (watch); 0 when
-    #: not leader. See :meth:`remaining`.
+    #: When that guarantee ends, on :func:`boottime` (CLOCK_BOOTTIME, which
+    #: keeps counting through a suspend): the sidecar's own deadline, exact
+    #: however long the answer took to arrive. From an older sidecar that
+    #: sends none, counted from when the request was sent (unary calls) or
+    #: the message arrived (watch). 0 when not leader. See :meth:`remaining`.
     valid_until: float = 0.0
     #: The Lease's leaseDurationSeconds, if known.
     lease_duration: Optional[float] = None
@@ -61,7 +101,7 @@ class Leadership:
         """Seconds of guaranteed leadership left now (0 if not leader)."""
         if not self.is_leader:
             return 0.0
-        return max(0.0, self.valid_until - time.monotonic())
+        return max(0.0, self.valid_until - boottime())
 
     def _key(self) -> tuple:
         return (self.is_leader, self.observed, self.stepping_down, self.identity,
@@ -93,9 +133,21 @@ def _parse_duration(value: Optional[str]) -> Optional[float]:
     return float(value[:-1])
 
 
+def _valid_until(is_leader: bool, valid_for: float, sidecar_deadline: Optional[float],
+                 since: float) -> float:
+    """The deadline of an answer on boottime(): the sidecar's own if it sent
+    one, else ``since`` + ``valid_for``."""
+    if not is_leader:
+        return 0.0
+    if sidecar_deadline and _SHARES_SIDECAR_CLOCK:
+        return sidecar_deadline
+    return since + valid_for
+
+
 def from_json(obj: Mapping[str, Any], since: float) -> Leadership:
     """Converts the proto3 JSON of a Leadership (GET /leader); ``since`` is the
-    ``time.monotonic()`` its validity counts from."""
+    :func:`boottime` its validity counts from if the sidecar sent no
+    ``validUntilBoottime``."""
     is_leader = bool(obj.get("isLeader", False))
     valid_for = (_parse_duration(obj.get("validFor")) or 0.0) if is_leader else 0.0
     return Leadership(
@@ -103,13 +155,15 @@ def from_json(obj: Mapping[str, Any], since: float) -> Leadership:
         identity=obj.get("identity", ""),
         holder_identity=obj.get("holderIdentity", ""),
         fencing_token=int(obj.get("fencingToken", 0)),
+        fencing_revision=int(obj.get("fencingRevision", 0)),  # an int64: a JSON string
         lease_name=obj.get("leaseName", ""),
         lease_namespace=obj.get("leaseNamespace", ""),
         lease_uid=obj.get("leaseUid", ""),
         acquire_time=_parse_time(obj.get("acquireTime")),
         renew_time=_parse_time(obj.get("renewTime")),
         valid_for=valid_for,
-        valid_until=since + valid_for if is_leader else 0.0,
+        valid_until=_valid_until(is_leader, valid_for,
+                                 _parse_duration(obj.get("validUntilBoottime")), since),
         lease_duration=_parse_duration(obj.get("leaseDuration")),
         observed=bool(obj.get("observed", False)),
         stepping_down=bool(obj.get("steppingDown", False)),
@@ -126,13 +180,15 @@ def from_proto(msg: Any, since: float) -> Leadership:
         identity=msg.identity,
         holder_identity=msg.holder_identity,
         fencing_token=msg.fencing_token,
+        fencing_revision=msg.fencing_revision,
         lease_name=msg.lease_name,
         lease_namespace=msg.lease_namespace,
         lease_uid=msg.lease_uid,
         acquire_time=msg.acquire_time.ToDatetime(utc) if msg.HasField("acquire_time") else None,
         renew_time=msg.renew_time.ToDatetime(utc) if msg.HasField("renew_time") else None,
         valid_for=valid_for,
-        valid_until=since + valid_for if is_leader else 0.0,
+        valid_until=_valid_until(is_leader, valid_for,
+                                 msg.valid_until_boottime.ToNanoseconds() / 1e9, since),
         lease_duration=(msg.lease_duration.ToTimedelta().total_seconds()
                         if msg.HasField("lease_duration") else None),
         observed=msg.observed,
@@ -160,28 +216,30 @@ class WatchTracker:
 
     def __init__(self, stall_timeout: float) -> None:
         self._stall_timeout = stall_timeout
-        self._stall_at = time.monotonic() + stall_timeout
+        self._stall_at = boottime() + stall_timeout
         self._last: Optional[Leadership] = None
 
     def received(self, lead: Leadership) -> Optional[Leadership]:
         """Records a state; returns it if it is news (the first one, or a
         change other than times), else None."""
-        self._stall_at = time.monotonic() + self._stall_timeout
+        self._stall_at = boottime() + self._stall_timeout
         news = self._last is None or lead._key() != self._last._key()
         self._last = lead
         return lead if news else None
 
     def timeout(self) -> float:
-        """Seconds until :meth:`due` has something to do."""
-        deadline = self._stall_at
+        """Seconds until :meth:`due` may have something to do: at most
+        CLOCK_RECHECK while a guarantee runs."""
+        now = boottime()
+        wait = self._stall_at - now
         if self._last is not None and self._last.is_leader:
-            deadline = min(deadline, self._last.valid_until)
-        return max(0.0, deadline - time.monotonic())
+            wait = min(wait, self._last.valid_until - now, CLOCK_RECHECK)
+        return max(0.0, wait)
 
     def due(self) -> Optional[Leadership]:
         """Returns the leader state turned follower when its guarantee ran
         out; raises StreamStalled when nothing arrived for too long."""
-        now = time.monotonic()
+        now = boottime()
         if self._last is not None and self._last.is_leader and now >= self._last.valid_until:
             self._last = self._last._expired()
             return self._last

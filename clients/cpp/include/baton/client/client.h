@@ -12,11 +12,16 @@
 // a follower; the client reconnects with backoff by itself), and
 // kFailedPrecondition from RequireLeader when this pod must not write
 // (IsNotLeader()).
+//
+// For work that runs as long as this pod leads, RunWhileLeader starts it when
+// the pod leads, tells it to stop when the term ends and acknowledges the
+// step-down once it has returned, so a graceful handover is fast.
 #ifndef BATON_CLIENT_CLIENT_H_
 #define BATON_CLIENT_CLIENT_H_
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,6 +32,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 
 namespace baton::client {
@@ -37,6 +43,21 @@ struct Connection;  // the gRPC channel and stub, shared by a Client and its Wat
 // Where the sidecar serves gRPC by default, and the variable that overrides it.
 inline constexpr absl::string_view kDefaultGrpcAddr = "127.0.0.1:4041";
 inline constexpr absl::string_view kGrpcAddrEnv = "BATON_GRPC_ADDR";
+
+// The node's CLOCK_BOOTTIME as a std::chrono clock: time since boot,
+// including time spent suspended. The sidecar's validity deadlines are on
+// this clock; sidecar and application share the node's kernel, so such a
+// deadline means the same instant in every container of the Pod. (Where
+// there is no CLOCK_BOOTTIME, CLOCK_MONOTONIC, and the sidecar's deadlines
+// are not used.)
+struct BootClock {
+  using duration = std::chrono::nanoseconds;
+  using rep = duration::rep;
+  using period = duration::period;
+  using time_point = std::chrono::time_point<BootClock>;
+  static constexpr bool is_steady = true;
+  static time_point now() noexcept;
+};
 
 // What the sidecar reported at one moment. A default-constructed Leadership
 // means "not leader, nothing known", which is also what an application must
@@ -52,6 +73,12 @@ struct Leadership {
   // The token to tag writes with while is_leader; otherwise the last observed
   // leaseTransitions.
   int32_t fencing_token = 0;
+  // The second fencing token: the Lease's resourceVersion as written by the
+  // write that won this term while is_leader; otherwise that of the last
+  // observed Lease. Unlike fencing_token it keeps growing across Lease
+  // deletion and a restart of every sidecar, but it is comparable only on
+  // Kubernetes >= 1.35 (see fence.h). 0 when unknown.
+  int64_t fencing_revision = 0;
   std::string lease_name;
   std::string lease_namespace;
   // metadata.uid of the Lease; changes when it is deleted and recreated.
@@ -59,11 +86,14 @@ struct Leadership {
   // The Lease's acquireTime and renewTime (the holder's wall clock), if known.
   std::optional<absl::Time> acquire_time;
   std::optional<absl::Time> renew_time;
-  // Guaranteed leadership left when the sidecar answered; zero if not leader.
+  // Guaranteed leadership left when the sidecar produced the answer; zero if
+  // not leader.
   absl::Duration valid_for = absl::ZeroDuration();
-  // When that guarantee ends on this process's monotonic clock, counted from
-  // when the request was sent (unary calls) or the message arrived (Watch).
-  std::chrono::steady_clock::time_point valid_until{};
+  // When that guarantee ends, on BootClock: the sidecar's own deadline, exact
+  // however long the answer took to arrive. From an older sidecar that sends
+  // none, counted from when the request was sent (unary calls) or the message
+  // arrived (Watch). The epoch when not leader.
+  BootClock::time_point valid_until{};
   // The Lease's leaseDurationSeconds, if known.
   std::optional<absl::Duration> lease_duration;
   // The sidecar has read the Lease (or its absence) at least once.
@@ -88,13 +118,30 @@ struct ClientOptions {
   // Exponential backoff between reconnection attempts.
   absl::Duration min_backoff = absl::Milliseconds(100);
   absl::Duration max_backoff = absl::Seconds(2);
+  // The name the client gives the sidecar with every question: 1 to 64
+  // characters from [A-Za-z0-9._-]. The sidecar records its leader answers
+  // under it as promises that AcknowledgeStepDown gives back. Empty: 16
+  // random hex digits per Client, which is what it should normally be.
+  std::string client_id;
 };
+
+// The application's leader work for Client::RunWhileLeader. It runs on a
+// thread of its own, with the leader state that began the term; `cancelled`
+// is notified as soon as the term ends, and the work must then stop acting as
+// leader and return (poll cancelled.HasBeenNotified(), or wait on it).
+using LeaderWork =
+    std::function<absl::Status(const Leadership& term, const absl::Notification& cancelled)>;
 
 // The address a client with `explicit_addr` uses: it if non-empty, else
 // $BATON_GRPC_ADDR, else kDefaultGrpcAddr; ":4041" means 127.0.0.1:4041.
 // kInvalidArgument (naming the variable) for anything but host:port, :port or
 // unix:PATH.
 absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr);
+
+// How long a Watch or RunWhileLeader waits on the process's timers (which,
+// like CLOCK_MONOTONIC, stop during a suspend) before it compares a guarantee
+// with BootClock again.
+inline constexpr absl::Duration kClockRecheck = absl::Milliseconds(100);
 
 // True for RequireLeader's "this pod must not write" answer.
 bool IsNotLeader(const absl::Status& status);
@@ -129,7 +176,7 @@ class Watch {
   struct Stream;
   explicit Watch(std::shared_ptr<const internal::Connection> connection);
 
-  using TimePoint = std::chrono::steady_clock::time_point;
+  using TimePoint = BootClock::time_point;
 
   void StartStream();
   void StopStream();
@@ -167,6 +214,9 @@ class Client {
   // The address in use.
   const std::string& addr() const;
 
+  // The name this client gives the sidecar (see ClientOptions::client_id).
+  const std::string& client_id() const;
+
   // The current state. kUnavailable (fast) when no sidecar answers.
   absl::StatusOr<Leadership> GetLeadership() const;
 
@@ -175,7 +225,7 @@ class Client {
 
   // The fencing token to tag a write with, if this pod leads with at least
   // `min_validity` of guaranteed leadership left (counted from when the
-  // request was sent). kFailedPrecondition (IsNotLeader) otherwise, with the
+  // sidecar answered). kFailedPrecondition (IsNotLeader) otherwise, with the
   // reason; kUnavailable when no sidecar answers.
   absl::StatusOr<int32_t> RequireLeader(absl::Duration min_validity) const;
 
@@ -183,6 +233,36 @@ class Client {
   // On return this sidecar already answers not-leader; it keeps campaigning.
   // Returns whether this pod was leader.
   absl::StatusOr<bool> Resign() const;
+
+  // Tells the sidecar that this application has stopped acting on the
+  // leadership of the term `fencing_token` (its leader work was cancelled and
+  // has ended). The promises the sidecar gave this client for that term are
+  // void from then on, so a sidecar that steps down (shutdown or Resign)
+  // releases the Lease without waiting for them to lapse. Returns whether any
+  // were outstanding. Call it only once nothing in this process acts on this
+  // client's answers for that term; RunWhileLeader calls it for you. Without
+  // it the handover is still safe, only slower: the sidecar waits until its
+  // last promise lapses (up to its --renew-deadline).
+  absl::StatusOr<bool> AcknowledgeStepDown(int32_t fencing_token) const;
+
+  // Runs `work` whenever this pod leads, until `stop` is notified. It follows
+  // a Watch; when a state says this pod leads, it starts `work` on a thread
+  // of its own, and notifies the work's `cancelled` as soon as the term
+  // ends: a state says not leader or stepping down, the token or the sidecar
+  // changes, the guarantee runs out without news, the sidecar cannot be
+  // reached, or `stop` is notified. It then joins the work's thread and only
+  // then calls AcknowledgeStepDown for the term (its errors are ignored:
+  // without it the handover is only slower).
+  //
+  // A status the work returns after `cancelled` was notified is dropped. If
+  // the work returns while the term goes on, the term is acknowledged: OK
+  // means the work runs again at the next term; an error is returned. Else it
+  // returns OK once `stop` is notified and any running work has returned and
+  // been acknowledged (within kClockRecheck plus the work's own time).
+  //
+  // The acknowledgement speaks for this Client (its client_id): while this
+  // runs, do not act as leader on this Client's other answers outside work.
+  absl::Status RunWhileLeader(const LeaderWork& work, const absl::Notification& stop) const;
 
   // Blocks until this pod leads, through sidecar restarts, and returns that
   // state; kDeadlineExceeded (with the last error, if any) after `timeout`.

@@ -9,6 +9,18 @@
 //      one, atomically with the write (Fence::Admit).
 // Step 3 is what makes it safe: a deposed leader may not know yet that it was
 // deposed, and its write may already be on its way.
+//
+// Two tokens, one per store (never both in one Fence):
+//   * Leadership::fencing_token (the Lease's leaseTransitions) grows across
+//     leaders as far as any running sidecar has seen; if the Lease is deleted
+//     while every sidecar restarts, it starts again from 0.
+//   * Leadership::fencing_revision (the resourceVersion of the write that won
+//     the term) keeps growing even then, because it comes from the API
+//     server's own counter; that is guaranteed on Kubernetes >= 1.35 only
+//     (KEP-5504: resourceVersions of one resource type are comparable
+//     integers). Carry it in kRevisionHeader / kRevisionMetadataKey. 0 means
+//     the sidecar did not know one; a Fence refuses it once any revision was
+//     admitted.
 #ifndef BATON_CLIENT_FENCE_H_
 #define BATON_CLIENT_FENCE_H_
 
@@ -26,32 +38,39 @@ namespace baton::client {
 // The HTTP header, and the gRPC metadata key, that carry a fencing token.
 inline constexpr absl::string_view kTokenHeader = "Baton-Fencing-Token";
 inline constexpr absl::string_view kTokenMetadataKey = "baton-fencing-token";
+// The same for a fencing revision.
+inline constexpr absl::string_view kRevisionHeader = "Baton-Fencing-Revision";
+inline constexpr absl::string_view kRevisionMetadataKey = "baton-fencing-revision";
 
 // Parses a token as written in kTokenHeader: a non-negative 32-bit decimal
 // integer; kInvalidArgument otherwise.
 absl::StatusOr<int32_t> ParseToken(absl::string_view text);
 
-// The store side of fencing for one Lease: remembers the highest token
-// admitted and refuses lower ones; equal tokens are admitted (the same leader
-// writing again). Thread-safe.
+// Parses a revision as written in kRevisionHeader: a non-negative 64-bit
+// decimal integer; kInvalidArgument otherwise.
+absl::StatusOr<int64_t> ParseRevision(absl::string_view text);
+
+// The store side of fencing for one Lease: remembers the highest token (or
+// revision: compared as integers the same way) admitted and refuses lower
+// ones; equal ones are admitted (the same leader writing again). Thread-safe.
 //
 // Admit must be atomic with the write it guards: hold the store's own lock or
 // transaction across both. A store that persists its data should persist
 // Highest() with it and construct the Fence with it after a restart.
 class Fence {
  public:
-  explicit Fence(std::optional<int32_t> highest = std::nullopt) : highest_(highest) {}
+  explicit Fence(std::optional<int64_t> highest = std::nullopt) : highest_(highest) {}
 
   // Records `token`; kAborted (recording nothing) if a higher token was
   // admitted before: the writer is a deposed leader.
-  absl::Status Admit(int32_t token) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Admit(int64_t token) ABSL_LOCKS_EXCLUDED(mu_);
 
   // The highest admitted token; nullopt before the first.
-  std::optional<int32_t> Highest() const ABSL_LOCKS_EXCLUDED(mu_);
+  std::optional<int64_t> Highest() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   mutable absl::Mutex mu_;
-  std::optional<int32_t> highest_ ABSL_GUARDED_BY(mu_);
+  std::optional<int64_t> highest_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace baton::client

@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Leadership(_message.Message):
-    __slots__ = ("is_leader", "identity", "holder_identity", "fencing_token", "lease_name", "lease_namespace", "lease_uid", "acquire_time", "renew_time", "valid_for", "lease_duration", "observed", "stepping_down")
+    __slots__ = ("is_leader", "identity", "holder_identity", "fencing_token", "lease_name", "lease_namespace", "lease_uid", "acquire_time", "renew_time", "valid_for", "lease_duration", "observed", "stepping_down", "fencing_revision", "valid_until_boottime")
     IS_LEADER_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     HOLDER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
@@ -25,6 +25,8 @@ class Leadership(_message.Message):
     LEASE_DURATION_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_FIELD_NUMBER: _ClassVar[int]
     STEPPING_DOWN_FIELD_NUMBER: _ClassVar[int]
+    FENCING_REVISION_FIELD_NUMBER: _ClassVar[int]
+    VALID_UNTIL_BOOTTIME_FIELD_NUMBER: _ClassVar[int]
     is_leader: bool
     identity: str
     holder_identity: str
@@ -38,17 +40,23 @@ class Leadership(_message.Message):
     lease_duration: _duration_pb2.Duration
     observed: bool
     stepping_down: bool
-    def __init__(self, is_leader: _Optional[bool] = ..., identity: _Optional[str] = ..., holder_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_name: _Optional[str] = ..., lease_namespace: _Optional[str] = ..., lease_uid: _Optional[str] = ..., acquire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., renew_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., observed: _Optional[bool] = ..., stepping_down: _Optional[bool] = ...) -> None: ...
+    fencing_revision: int
+    valid_until_boottime: _duration_pb2.Duration
+    def __init__(self, is_leader: _Optional[bool] = ..., identity: _Optional[str] = ..., holder_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_name: _Optional[str] = ..., lease_namespace: _Optional[str] = ..., lease_uid: _Optional[str] = ..., acquire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., renew_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., observed: _Optional[bool] = ..., stepping_down: _Optional[bool] = ..., fencing_revision: _Optional[int] = ..., valid_until_boottime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class GetLeadershipRequest(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("client_id",)
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    def __init__(self, client_id: _Optional[str] = ...) -> None: ...
 
 class WatchLeadershipRequest(_message.Message):
-    __slots__ = ("heartbeat_interval",)
+    __slots__ = ("heartbeat_interval", "client_id")
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval: _duration_pb2.Duration
-    def __init__(self, heartbeat_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    client_id: str
+    def __init__(self, heartbeat_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., client_id: _Optional[str] = ...) -> None: ...
 
 class WatchLeadershipResponse(_message.Message):
     __slots__ = ("event", "leadership")
@@ -79,3 +87,17 @@ class ResignResponse(_message.Message):
     was_leader: bool
     leadership: Leadership
     def __init__(self, was_leader: _Optional[bool] = ..., leadership: _Optional[_Union[Leadership, _Mapping]] = ...) -> None: ...
+
+class AcknowledgeStepDownRequest(_message.Message):
+    __slots__ = ("client_id", "fencing_token")
+    CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    client_id: str
+    fencing_token: int
+    def __init__(self, client_id: _Optional[str] = ..., fencing_token: _Optional[int] = ...) -> None: ...
+
+class AcknowledgeStepDownResponse(_message.Message):
+    __slots__ = ("acknowledged",)
+    ACKNOWLEDGED_FIELD_NUMBER: _ClassVar[int]
+    acknowledged: bool
+    def __init__(self, acknowledged: _Optional[bool] = ...) -> None: ...

@@ -51,6 +51,11 @@ class LeaderElectionStub:
                 request_serializer=baton_dot_v1_dot_leader__election__pb2.ResignRequest.SerializeToString,
                 response_deserializer=baton_dot_v1_dot_leader__election__pb2.ResignResponse.FromString,
                 _registered_method=True)
+        self.AcknowledgeStepDown = channel.unary_unary(
+                '/baton.v1.LeaderElection/AcknowledgeStepDown',
+                request_serializer=baton_dot_v1_dot_leader__election__pb2.AcknowledgeStepDownRequest.SerializeToString,
+                response_deserializer=baton_dot_v1_dot_leader__election__pb2.AcknowledgeStepDownResponse.FromString,
+                _registered_method=True)
 
 
 class LeaderElectionServicer:
@@ -91,6 +96,22 @@ class LeaderElectionServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AcknowledgeStepDown(self, request, context):
+        """The step-down handshake. A client calls it once the application has
+        stopped acting on the leadership of term fencing_token (its leader work
+        was cancelled and has ended), typically after a message with
+        stepping_down=true. The promises given to client_id for that term are
+        void from then on: on shutdown or Resign the sidecar releases the Lease
+        as soon as every promise it handed out is acknowledged or has lapsed,
+        instead of waiting for the last one to run out. Calling it while still
+        leader is allowed (the application is done for now); later leader
+        answers make new promises. INVALID_ARGUMENT for a missing or malformed
+        client_id.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_LeaderElectionServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -108,6 +129,11 @@ def add_LeaderElectionServicer_to_server(servicer, server):
                     servicer.Resign,
                     request_deserializer=baton_dot_v1_dot_leader__election__pb2.ResignRequest.FromString,
                     response_serializer=baton_dot_v1_dot_leader__election__pb2.ResignResponse.SerializeToString,
+            ),
+            'AcknowledgeStepDown': grpc.unary_unary_rpc_method_handler(
+                    servicer.AcknowledgeStepDown,
+                    request_deserializer=baton_dot_v1_dot_leader__election__pb2.AcknowledgeStepDownRequest.FromString,
+                    response_serializer=baton_dot_v1_dot_leader__election__pb2.AcknowledgeStepDownResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -193,6 +219,33 @@ class LeaderElection:
             '/baton.v1.LeaderElection/Resign',
             baton_dot_v1_dot_leader__election__pb2.ResignRequest.SerializeToString,
             baton_dot_v1_dot_leader__election__pb2.ResignResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AcknowledgeStepDown(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/baton.v1.LeaderElection/AcknowledgeStepDown',
+            baton_dot_v1_dot_leader__election__pb2.AcknowledgeStepDownRequest.SerializeToString,
+            baton_dot_v1_dot_leader__election__pb2.AcknowledgeStepDownResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,88 @@
+#include "sidecar/api/health_service.h"
+
+#include <string_view>
+#include <utility>
+
+namespace baton {
+namespace {
+
+constexpr char kCheck[] = "HealthCheck";
+constexpr char kWatch[] = "HealthWatch";
+
+HealthService::Status Serving(bool serving) {
+  return serving ? HealthService::Response::SERVING : HealthService::Response::NOT_SERVING;
+}
+
+}  // namespace
+
+HealthService::HealthService(int max_watchers, const ApiContext* context)
+    : context_(context),
+      source_(this),
+      watches_(WatchStreamsOptions{.max_streams = max_watchers, .method = kWatch}, &source_,
+               context->metrics) {}
+
+std::optional<size_t> HealthService::IndexOf(const std::string& service) {
+  static constexpr std::array<std::string_view, kServices> kNames = {"", kHealthServiceReady,
+                                                                     kHealthServiceLeader};
+  for (size_t i = 0; i < kServices; ++i) {
+    if (kNames[i] == service) return i;
+  }
+  return std::nullopt;
+}
+
+HealthService::Status HealthService::StatusNow(size_t index) const {
+  if (shutting_down_) return Response::NOT_SERVING;
+  switch (index) {
+    case 0:
+      return Serving(CheckLiveness(*context_).ok());
+    case 1:
+      return Serving(CheckReadiness(*context_).ok());
+    default:
+      return Serving(
+          context_->publisher->Current().leadership.IsLeader(context_->clock->Monotonic()));
+  }
+}
+
+HealthService::WatchSource::Round HealthService::WatchSource::NewRound() const {
+  Statuses statuses;
+  for (size_t i = 0; i < kServices; ++i) statuses[i] = service_->StatusNow(i);
+  return Round(statuses);
+}
+
+HealthService::Status HealthService::WatchSource::Round::Probe(const std::string& service) const {
+  const std::optional<size_t> index = IndexOf(service);
+  return index ? statuses_[*index] : Response::SERVICE_UNKNOWN;
+}
+
+WatchAnswer<HealthService::Response, HealthService::Status>
+HealthService::WatchSource::Round::Answer(const std::string& service,
+                                          absl::FunctionRef<WatchEvent(const Key&)>) {
+  // The status says all there is; a message is a few bytes, so none is shared.
+  const Status status = Probe(service);
+  auto message = std::make_shared<Response>();
+  message->set_status(status);
+  return {std::move(message), status};
+}
+
+grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* context,
+                                               const grpc::health::v1::HealthCheckRequest* request,
+                                               Response* response) {
+  // Only the service asked about is evaluated, at the moment it is asked.
+  grpc::Status status;
+  if (const std::optional<size_t> index = IndexOf(request->service())) {
+    response->set_status(StatusNow(*index));
+  } else {
+    status = grpc::Status(grpc::StatusCode::NOT_FOUND, "unknown service");
+  }
+  context_->metrics->ObserveGrpcRequest(kCheck, status.error_code());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<HealthService::Response>* HealthService::Watch(
+    grpc::CallbackServerContext*, const grpc::health::v1::HealthCheckRequest* request) {
+  return watches_.Open(request->service(), absl::ZeroDuration());
+}
+
+}  // namespace baton

@@ -1,0 +1,209 @@
+// The promise-keeping routes of HttpRouter, without a network: GET /leader
+// with a client_id and POST /leader/ack (sockets and limits are
+// http_server_test.cc's business).
+#include "sidecar/api/http_router.h"
+
+#include <string>
+#include <vector>
+
+#include "boost/json/parse.hpp"
+#include "boost/json/value.hpp"
+#include "gtest/gtest.h"
+#include "sidecar/api/testing/api_test_env.h"
+
+namespace baton {
+namespace {
+
+using testing::ApiTestEnv;
+using testing::Following;
+using testing::kOther;
+using testing::Leading;
+
+namespace http = boost::beast::http;
+
+constexpr int64_t kToken = 5;
+
+class HttpRouterTest : public ::testing::Test {
+ protected:
+  HttpRouter::Response Handle(http::verb method, const std::string& target,
+                              HttpRoutes routes = HttpRoutes::kApi) {
+    const HttpRouter router(routes, absl::Milliseconds(1), &env_.context);
+    return router.Handle(HttpRouter::Request(method, target, 11));
+  }
+  HttpRouter::Response Get(const std::string& target) { return Handle(http::verb::get, target); }
+  HttpRouter::Response Post(const std::string& target) { return Handle(http::verb::post, target); }
+
+  boost::json::object Json(const HttpRouter::Response& res) {
+    EXPECT_EQ(res.result(), http::status::ok) << res.body();
+    return boost::json::parse(res.body()).as_object();
+  }
+
+  // Leading with token kToken for 10s; returns the snapshot's leader_until.
+  MonoTime Lead() {
+    const Leadership l = Leading(env_.clock, kToken, absl::Seconds(10));
+    env_.publisher.Publish(l);
+    return l.leader_until;
+  }
+
+  std::optional<MonoTime> Outstanding() {
+    return env_.publisher.OutstandingUntil(kToken, env_.clock.Monotonic());
+  }
+
+  ApiTestEnv env_;
+};
+
+TEST_F(HttpRouterTest, LeaderAnswerToANamedClientIsAPromiseUntilItsDeadline) {
+  const MonoTime until = Lead();
+  EXPECT_FALSE(Outstanding());
+  EXPECT_EQ(Json(Get("/leader?client_id=app-1")).at("isLeader"), true);
+  EXPECT_EQ(Outstanding(), until);
+}
+
+TEST_F(HttpRouterTest, AcknowledgementVoidsTheClientsPromise) {
+  Lead();
+  ASSERT_EQ(Json(Get("/leader?client_id=app-1")).at("isLeader"), true);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=5")).at("acknowledged"), true);
+  EXPECT_FALSE(Outstanding());
+  // Nothing left to acknowledge.
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=5")).at("acknowledged"), false);
+}
+
+TEST_F(HttpRouterTest, AcknowledgementOfAnotherTermOrClientVoidsNothing) {
+  const MonoTime until = Lead();
+  ASSERT_EQ(Json(Get("/leader?client_id=app-1")).at("isLeader"), true);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=4")).at("acknowledged"), false);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-2&fencing_token=5")).at("acknowledged"), false);
+  EXPECT_EQ(Outstanding(), until);
+}
+
+TEST_F(HttpRouterTest, AnonymousLeaderAnswersArePromisesThatOnlyLapse) {
+  const MonoTime until = Lead();
+  ASSERT_EQ(Json(Get("/leader")).at("isLeader"), true);
+  EXPECT_EQ(Outstanding(), until);
+  env_.clock.Advance(absl::Seconds(10));
+  EXPECT_FALSE(Outstanding());
+}
+
+TEST_F(HttpRouterTest, CachedAnswersArePromisesToo) {
+  const MonoTime until = Lead();
+  // Both within one reuse window, so the second is served the first's body.
+  ASSERT_EQ(Json(Get("/leader?client_id=app-1")).at("isLeader"), true);
+  ASSERT_EQ(Json(Get("/leader?client_id=app-2")).at("isLeader"), true);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=5")).at("acknowledged"), true);
+  EXPECT_EQ(Outstanding(), until);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-2&fencing_token=5")).at("acknowledged"), true);
+  EXPECT_FALSE(Outstanding());
+}
+
+TEST_F(HttpRouterTest, NotLeaderAnswersPromiseNothing) {
+  env_.publisher.Publish(Following(env_.clock, kOther, kToken));
+  EXPECT_EQ(Json(Get("/leader?client_id=app-1")).at("isLeader"), false);
+  Lead();
+  env_.publisher.StepDown();
+  const boost::json::object json = Json(Get("/leader?client_id=app-1"));
+  EXPECT_EQ(json.at("isLeader"), false);
+  EXPECT_EQ(json.at("steppingDown"), true);
+  EXPECT_FALSE(Outstanding());
+}
+
+TEST_F(HttpRouterTest, LeaderJsonCarriesTheRevisionAndTheBoottimeDeadline) {
+  Leadership l = Leading(env_.clock, kToken, absl::Seconds(10));
+  l.fencing_revision = 4711;
+  env_.publisher.Publish(l);
+  const boost::json::object json = Json(Get("/leader"));
+  EXPECT_EQ(json.at("fencingRevision"), "4711");
+  // FakeClock's monotonic time starts one hour after its origin.
+  EXPECT_EQ(json.at("validUntilBoottime"), "3610s");
+  // Evaluated at the end of the 1ms reuse window; the deadline is absolute.
+  EXPECT_EQ(json.at("validFor"), "9.999s");
+}
+
+TEST_F(HttpRouterTest, RootNamesThisSidecarOnlyWhileItLeadsAndPromisesIt) {
+  const MonoTime until = Lead();
+  EXPECT_EQ(Json(Get("/")).at("name"), testing::kSelf);
+  EXPECT_EQ(Outstanding(), until);
+  env_.publisher.StepDown();
+  EXPECT_EQ(Json(Get("/")).at("name"), "");
+  env_.publisher.Publish(Following(env_.clock, kOther, kToken + 1));
+  EXPECT_EQ(Json(Get("/")).at("name"), kOther);
+}
+
+TEST_F(HttpRouterTest, MalformedClientIdsAre400WithAReason) {
+  Lead();
+  const std::string too_long(65, 'a');
+  for (const std::string& query : std::vector<std::string>{
+           "client_id=", "client_id=a%2Fb", "client_id=a/b", "client_id=" + too_long,
+           "client_id=\xc3\xa4", "client_id=a&client_id=b"}) {
+    for (const std::string& target : {"/leader?" + query, "/leader/ack?fencing_token=5&" + query}) {
+      const http::verb method =
+          target.starts_with("/leader/ack") ? http::verb::post : http::verb::get;
+      const HttpRouter::Response res = Handle(method, target);
+      EXPECT_EQ(res.result(), http::status::bad_request) << target;
+      EXPECT_TRUE(res.body().starts_with("client_id ")) << target << ": " << res.body();
+    }
+  }
+  EXPECT_FALSE(Outstanding());
+}
+
+TEST_F(HttpRouterTest, LongestAllowedClientIdAndUnknownParametersAreFine) {
+  const MonoTime until = Lead();
+  const std::string id = std::string(60, 'a') + "._-Z";
+  EXPECT_EQ(Json(Get("/leader?pretty=1&client_id=" + id + "&x")).at("isLeader"), true);
+  EXPECT_EQ(Outstanding(), until);
+  EXPECT_EQ(Json(Post("/leader/ack?fencing_token=5&unknown=1&client_id=" + id)).at("acknowledged"),
+            true);
+}
+
+TEST_F(HttpRouterTest, AckNeedsAClientIdAndAToken) {
+  Lead();
+  for (const std::string target :
+       {"/leader/ack", "/leader/ack?fencing_token=5", "/leader/ack?client_id=app-1",
+        "/leader/ack?client_id=app-1&fencing_token=",
+        "/leader/ack?client_id=app-1&fencing_token=-1",
+        "/leader/ack?client_id=app-1&fencing_token=+5",
+        "/leader/ack?client_id=app-1&fencing_token=5x",
+        "/leader/ack?client_id=app-1&fencing_token=2147483648"}) {
+    const HttpRouter::Response res = Post(target);
+    EXPECT_EQ(res.result(), http::status::bad_request) << target;
+    EXPECT_FALSE(res.body().empty()) << target;
+  }
+}
+
+TEST_F(HttpRouterTest, AckGoesThroughTheHookWhenSet) {
+  std::string seen_client;
+  int64_t seen_token = -1;
+  env_.context.hooks.acknowledge = [&](std::string_view client_id, int64_t token) {
+    seen_client = client_id;
+    seen_token = token;
+    return true;
+  };
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=2147483647")).at("acknowledged"),
+            true);
+  EXPECT_EQ(seen_client, "app-1");
+  EXPECT_EQ(seen_token, 2147483647);
+}
+
+TEST_F(HttpRouterTest, AckIsAPostOnTheApiAddressOnly) {
+  const HttpRouter::Response get = Get("/leader/ack?client_id=app-1&fencing_token=5");
+  EXPECT_EQ(get.result(), http::status::method_not_allowed);
+  EXPECT_EQ(get[http::field::allow], "POST");
+  EXPECT_EQ(Handle(http::verb::post, "/leader/ack?client_id=app-1&fencing_token=5",
+                   HttpRoutes::kProbesAndMetrics)
+                .result(),
+            http::status::not_found);
+}
+
+TEST_F(HttpRouterTest, ResignAnswerSaysNotLeaderAndPromisesNothing) {
+  Lead();
+  env_.context.hooks.resign = [&] {
+    env_.publisher.StepDown();
+    return absl::OkStatus();
+  };
+  const boost::json::object json = Json(Post("/resign"));
+  EXPECT_EQ(json.at("wasLeader"), true);
+  EXPECT_EQ(json.at("leadership").at("isLeader"), false);
+  EXPECT_FALSE(Outstanding());
+}
+
+}  // namespace
+}  // namespace baton

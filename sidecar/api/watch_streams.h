@@ -1,0 +1,416 @@
+// WatchStreams: the open streams of one server-streaming "watch" RPC
+// (baton.v1.LeaderElection/WatchLeadership, grpc.health.v1.Health/Watch) and
+// the fan-out that keeps them current, on grpc++'s callback API, so a
+// thousand open streams cost a thousand small objects, not a thousand
+// threads.
+//
+// The streams are driven from outside: the owner calls Refresh() whenever
+// what they watch may have changed, and periodically. Refresh takes one look
+// at the state (a Source::Round) and decides from it, without side effects,
+// which streams are owed a message: those whose last message said something
+// else (a different Key) and those whose heartbeat is due. Only then does it
+// build those messages, each answered for its stream at that moment
+// (Round::Answer, which may record a promise), so nothing is promised to a
+// stream that is sent nothing. It never waits for a client: a stream still
+// writing is marked stale and gets the newest state when its write completes,
+// so a slow reader sees the latest state, not a backlog.
+//
+// A Source is the kind of stream:
+//
+//   struct Source {
+//     using Response = ...;  // the stream's message type
+//     using Key = ...;       // what a stream is told about: regular, ==
+//     class Round {          // the state at one instant; one thread uses it
+//      public:
+//       // What the stream opened with `param` would be told; no side effects.
+//       // Called with locks held, so it must only look at what the Round
+//       // already computed.
+//       Key Probe(const std::string& param) const;
+//       // The message for that stream, answered now; `event_for` picks the
+//       // event from what the message says.
+//       WatchAnswer<Response, Key> Answer(
+//           const std::string& param, absl::FunctionRef<WatchEvent(const Key&)> event_for);
+//     };
+//     Round NewRound() const;  // thread-safe; looks at the state now
+//   };
+//
+// Thread-safe. Open is called from gRPC handlers; Refresh, FinishAll and size
+// from any thread. The owner must shut the grpc::Server down (which waits for
+// every stream to end) before destroying this object.
+#ifndef BATON_SIDECAR_API_WATCH_STREAMS_H_
+#define BATON_SIDECAR_API_WATCH_STREAMS_H_
+
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "grpcpp/support/server_callback.h"
+#include "grpcpp/support/status.h"
+#include "sidecar/api/fanout_workers.h"
+#include "sidecar/api/metrics.h"
+
+namespace baton {
+
+// Why a watch message is sent.
+enum class WatchEvent {
+  kInitial,    // the first message of a stream
+  kChanged,    // what the stream is told about changed
+  kHeartbeat,  // nothing changed for a heartbeat interval
+};
+
+// A message answered for one stream, and what it says.
+template <typename Response, typename Key>
+struct WatchAnswer {
+  std::shared_ptr<const Response> message;
+  Key key;
+};
+
+struct WatchStreamsOptions {
+  // Open streams beyond which new ones get RESOURCE_EXHAUSTED.
+  int max_streams = 1024;
+  // Requested heartbeat intervals below this are raised to it; heartbeats may
+  // go out up to half of it early, so one Refresh serves every stream due
+  // around the same time.
+  absl::Duration min_heartbeat_interval = absl::Milliseconds(100);
+  // Threads (the caller included) that start the writes of one large fan-out
+  // in parallel (FanOutWorkers).
+  int fanout_threads = 1;
+  // The method label of baton_grpc_requests_total for these streams.
+  const char* method = "";
+  // Whether these streams count in the baton_grpc_watchers gauge.
+  bool count_as_watchers = false;
+};
+
+template <typename Source>
+class WatchStreams {
+ public:
+  using Response = typename Source::Response;
+  using Key = typename Source::Key;
+  using Answer = WatchAnswer<Response, Key>;
+
+  // `source` and `metrics` must outlive this object.
+  WatchStreams(WatchStreamsOptions options, const Source* source, Metrics* metrics)
+      : options_(options),
+        source_(source),
+        metrics_(metrics),
+        fanout_(options_.fanout_threads, kMinParallelWrites) {}
+
+  WatchStreams(const WatchStreams&) = delete;
+  WatchStreams& operator=(const WatchStreams&) = delete;
+
+  // The reactor for a new stream of `param` that wants a heartbeat every
+  // `heartbeat` (zero: none; raised to the minimum). If `refusal` is not OK,
+  // or the limit is reached, or FinishAll has begun, the stream ends at once
+  // with the reason; otherwise it is sent its first message now.
+  grpc::ServerWriteReactor<Response>* Open(std::string param, absl::Duration heartbeat,
+                                           grpc::Status refusal = grpc::Status::OK) {
+    if (heartbeat > absl::ZeroDuration()) {
+      heartbeat = std::max(heartbeat, options_.min_heartbeat_interval);
+    }
+    auto* reactor = new Reactor(this, std::move(param), heartbeat);
+    if (refusal.ok()) refusal = Register(reactor);
+    if (!refusal.ok()) {
+      reactor->Refuse(refusal);
+    } else {
+      reactor->Begin();
+    }
+    return reactor;
+  }
+
+  // Sends every stream what it is owed now (see the file comment). Returns
+  // how long until the next heartbeat may be due (InfiniteDuration if no
+  // stream asked for heartbeats); call again by then. Never blocks on a
+  // client.
+  absl::Duration Refresh() {
+    typename Source::Round round = source_->NewRound();
+    const SteadyTime now = std::chrono::steady_clock::now();
+    SteadyTime next_due = SteadyTime::max();
+    std::vector<Reactor*> owed;
+    {
+      absl::MutexLock lock(&mu_);
+      for (Reactor* reactor : streams_) {
+        if (reactor->Prepare(round, now, &next_due)) owed.push_back(reactor);
+      }
+    }
+    std::vector<Answer> answers;
+    answers.reserve(owed.size());
+    for (Reactor* reactor : owed) answers.push_back(reactor->AnswerPrepared(round));
+    // Outside the lock: a write may complete, and even finish the stream,
+    // inline on the thread that starts it.
+    fanout_.Run(owed.size(), [&](size_t i) { owed[i]->StartPrepared(std::move(answers[i])); });
+
+    if (next_due == SteadyTime::max()) return absl::InfiniteDuration();
+    return std::max(absl::FromChrono(next_due - now), absl::ZeroDuration());
+  }
+
+  // Shutdown: refuses new streams (UNAVAILABLE) and ends every open stream
+  // with OK once the state it is owed has been written. Call Refresh() first
+  // so the latest state is among what is owed. Returns without waiting for
+  // the streams to end.
+  void FinishAll() {
+    std::vector<Reactor*> to_finish;
+    {
+      absl::MutexLock lock(&mu_);
+      finishing_ = true;
+      for (Reactor* reactor : streams_) {
+        if (reactor->Drain()) to_finish.push_back(reactor);
+      }
+    }
+    for (Reactor* reactor : to_finish) reactor->FinishNow();
+  }
+
+  // Open streams.
+  int size() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(streams_.size());
+  }
+
+ private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+  using SteadyDuration = std::chrono::steady_clock::duration;
+
+  // Below this many writes, waking the fan-out helpers costs more than it
+  // saves.
+  static constexpr size_t kMinParallelWrites = 64;
+
+  static SteadyDuration ToSteady(absl::Duration d) {
+    return std::chrono::duration_cast<SteadyDuration>(absl::ToChronoNanoseconds(d));
+  }
+
+  // One stream. Lifetime: created by Open, deleted in OnDone. OnDone only
+  // follows Finish, and Finish is only called once no write of ours is
+  // outstanding, so whoever holds a pending write (writing_) may safely touch
+  // the reactor without the lock of WatchStreams.
+  class Reactor final : public grpc::ServerWriteReactor<Response> {
+   public:
+    Reactor(WatchStreams* streams, std::string param, absl::Duration heartbeat)
+        : streams_(streams),
+          param_(std::move(param)),
+          heartbeat_(ToSteady(heartbeat)),
+          slack_(ToSteady(streams->options_.min_heartbeat_interval / 2)) {}
+
+    // Ends the stream at once with `status` (never registered).
+    void Refuse(const grpc::Status& status) {
+      {
+        absl::MutexLock lock(&mu_);
+        final_status_ = status;
+        finish_called_ = true;
+      }
+      this->Finish(status);
+    }
+
+    // Sends the first message. Called once, after Register succeeded.
+    void Begin() {
+      registered_ = true;
+      typename Source::Round round = streams_->source_->NewRound();
+      StartPrepared(round.Answer(param_, [](const Key&) { return WatchEvent::kInitial; }));
+    }
+
+    // Decides whether this stream is owed a message in `round`; lowers
+    // *next_due to when its next heartbeat is due. Returns true if it is: the
+    // stream is then reserved for the caller, who must call AnswerPrepared
+    // and StartPrepared without holding the lock of WatchStreams.
+    bool Prepare(const typename Source::Round& round, SteadyTime now, SteadyTime* next_due) {
+      absl::MutexLock lock(&mu_);
+      if (state_ != State::kOpen) return false;
+      const bool differs = !(round.Probe(param_) == last_key_);
+      const bool heartbeats = heartbeat_ > SteadyDuration::zero();
+      if (writing_) {
+        if (differs) stale_ = true;
+        // Look again soon, but do not spin while a client is not reading.
+        if (heartbeats) *next_due = std::min(*next_due, std::max(HeartbeatDue(), now + slack_));
+        return false;
+      }
+      if (differs || (heartbeats && now >= HeartbeatDue())) {
+        writing_ = true;
+        owes_change_ = differs;
+        last_send_ = now;
+      }
+      if (heartbeats) *next_due = std::min(*next_due, HeartbeatDue());
+      return writing_;
+    }
+
+    // For a stream Prepare reserved: its message, answered from `round` now.
+    Answer AnswerPrepared(typename Source::Round& round) {
+      return round.Answer(param_, [this](const Key& key) {
+        absl::MutexLock lock(&mu_);
+        return owes_change_ || !(key == last_key_) ? WatchEvent::kChanged : WatchEvent::kHeartbeat;
+      });
+    }
+
+    // For a reserved stream: sends `answer`.
+    void StartPrepared(Answer answer) {
+      const Response* message = answer.message.get();
+      {
+        absl::MutexLock lock(&mu_);
+        last_key_ = std::move(answer.key);
+        last_send_ = std::chrono::steady_clock::now();
+        in_flight_ = std::move(answer.message);
+      }
+      this->StartWrite(message);
+    }
+
+    // Shutdown: finish with OK after what is owed has been written. Returns
+    // true if the caller must call FinishNow() (without the lock of
+    // WatchStreams).
+    bool Drain() {
+      absl::MutexLock lock(&mu_);
+      if (state_ == State::kOpen) {
+        state_ = State::kDraining;
+        final_status_ = grpc::Status::OK;
+      }
+      return ClaimFinishLocked();
+    }
+
+    void FinishNow() {
+      grpc::Status status;
+      {
+        absl::MutexLock lock(&mu_);
+        status = final_status_;
+      }
+      this->Finish(status);
+    }
+
+    void OnWriteDone(bool ok) override {
+      {
+        absl::MutexLock lock(&mu_);
+        in_flight_.reset();
+        if (!ok) Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
+      }
+      // The stream stays reserved (writing_) while the state is looked at
+      // again, outside the lock: a Round may call the daemon's hooks.
+      bool finish = false;
+      for (;;) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (state_ == State::kClosing || !stale_) {
+            writing_ = false;
+            finish = ClaimFinishLocked();
+            break;
+          }
+          stale_ = false;
+        }
+        typename Source::Round round = streams_->source_->NewRound();
+        if (round.Probe(param_) == LastKey()) continue;
+        StartPrepared(round.Answer(param_, [](const Key&) { return WatchEvent::kChanged; }));
+        return;
+      }
+      if (finish) FinishNow();
+    }
+
+    void OnCancel() override {
+      bool finish;
+      {
+        absl::MutexLock lock(&mu_);
+        Close(grpc::Status::CANCELLED);
+        finish = ClaimFinishLocked();
+      }
+      if (finish) FinishNow();
+    }
+
+    void OnDone() override {
+      if (registered_) streams_->Unregister(this);
+      streams_->metrics_->ObserveGrpcRequest(streams_->options_.method, final_status_.error_code());
+      delete this;
+    }
+
+   private:
+    enum class State {
+      kOpen,      // sending changes and heartbeats
+      kDraining,  // shutdown: finish with OK once nothing is owed
+      kClosing,   // the client is gone: finish as soon as no write is pending
+    };
+
+    Key LastKey() {
+      absl::MutexLock lock(&mu_);
+      return last_key_;
+    }
+
+    SteadyTime HeartbeatDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return last_send_ + heartbeat_ - slack_;
+    }
+
+    void Close(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (state_ == State::kClosing) return;
+      state_ = State::kClosing;
+      final_status_ = std::move(status);
+    }
+
+    // True (once) when the stream should be finished now.
+    bool ClaimFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      if (state_ == State::kOpen || writing_ || finish_called_) return false;
+      finish_called_ = true;
+      return true;
+    }
+
+    WatchStreams* const streams_;
+    const std::string param_;
+    const SteadyDuration heartbeat_;  // zero: no heartbeats
+    const SteadyDuration slack_;
+
+    absl::Mutex mu_;
+    State state_ ABSL_GUARDED_BY(mu_) = State::kOpen;
+    // A write is outstanding (or, before Begin, about to be), or the stream
+    // is reserved for one: Finish waits.
+    bool writing_ ABSL_GUARDED_BY(mu_) = true;
+    std::shared_ptr<const Response> in_flight_ ABSL_GUARDED_BY(mu_);
+    // The state changed while a write was outstanding; look again after it.
+    bool stale_ ABSL_GUARDED_BY(mu_) = false;
+    // Prepare reserved the stream because the state changed (not a heartbeat).
+    bool owes_change_ ABSL_GUARDED_BY(mu_) = false;
+    Key last_key_ ABSL_GUARDED_BY(mu_){};
+    SteadyTime last_send_ ABSL_GUARDED_BY(mu_);
+    bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+    // Read without the lock in OnDone, after every other reaction has run.
+    grpc::Status final_status_;
+    bool registered_ = false;
+  };
+
+  // Admits a new stream unless at the limit or finishing; the status to
+  // refuse it with otherwise.
+  grpc::Status Register(Reactor* reactor) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finishing_) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the sidecar is shutting down");
+      }
+      if (streams_.size() >= static_cast<size_t>(options_.max_streams)) {
+        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            "too many watch streams on this sidecar");
+      }
+      streams_.insert(reactor);
+    }
+    if (options_.count_as_watchers) metrics_->AddWatchers(1);
+    return grpc::Status::OK;
+  }
+
+  void Unregister(Reactor* reactor) {
+    {
+      absl::MutexLock lock(&mu_);
+      streams_.erase(reactor);
+    }
+    if (options_.count_as_watchers) metrics_->AddWatchers(-1);
+  }
+
+  const WatchStreamsOptions options_;
+  const Source* const source_;
+  Metrics* const metrics_;
+  FanOutWorkers fanout_;
+
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<Reactor*> streams_ ABSL_GUARDED_BY(mu_);
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_API_WATCH_STREAMS_H_

@@ -1,0 +1,41 @@
+// Safety margins of the Lease protocol: how long a holder may lead after a
+// write, given what followers can see of it.
+//
+// A follower takes over when a Lease it has observed has not changed for
+// leaseDurationSeconds on its own clock. Two things make that later in
+// absolute terms than the holder's last write, and the holder must stop
+// leading before the earliest of them:
+//   * client-go compares Lease records at one-second resolution (renewTime
+//     goes through metav1.Time, which serialises whole seconds), so a renew
+//     inside the same second as the previous one looks like no change: a
+//     client-go follower may be timing from a renew up to one second older
+//     than the last one;
+//   * the holder's and the follower's clocks may run at slightly different
+//     rates (not offsets: those never matter), bounded here by
+//     kMaxClockRateDrift.
+// So a write sent at s grants its holder SafeLeadershipFor(leaseDuration)
+// from s on its own clock, and nothing more.
+#ifndef BATON_SIDECAR_ELECTION_TIMING_H_
+#define BATON_SIDECAR_ELECTION_TIMING_H_
+
+#include "absl/time/time.h"
+
+namespace baton {
+
+// The resolution at which client-go's LeaderElector sees a Lease change.
+inline constexpr absl::Duration kRenewTimeResolution = absl::Seconds(1);
+// The largest relative difference in clock rate between two nodes baton
+// tolerates: 1 %, far above what NTP-disciplined clocks show (< 0.05 %).
+inline constexpr double kMaxClockRateDrift = 0.01;
+
+// How long after sending a write that puts `lease_duration` into the Lease
+// its writer may lead: (lease_duration × (1 − drift) − resolution) ÷
+// (1 + drift); zero or negative when the Lease grants nothing.
+inline absl::Duration SafeLeadershipFor(absl::Duration lease_duration) {
+  return (lease_duration * (1 - kMaxClockRateDrift) - kRenewTimeResolution) /
+         (1 + kMaxClockRateDrift);
+}
+
+}  // namespace baton
+
+#endif  // BATON_SIDECAR_ELECTION_TIMING_H_
