@@ -67,18 +67,16 @@ const horizon = 10 * time.Second
 
 // row is one line of the table: one fault in one configuration.
 type row struct {
-	fault        *fault
-	config       string
-	rounds       int
-	overlaps     int
-	broken       int
-	tokensOK     int
-	tokensBad    int
-	stalls       int // rounds without a stable leader afterwards, or whose fault failed
-	handovers    []time.Duration
-	rates        []float64 // per round: median answers per second of a polled surface
-	worstOverlap time.Duration
-	worstExcess  time.Duration
+	fault     *fault
+	config    string
+	rounds    int
+	overlaps  int
+	broken    int
+	tokensOK  int
+	tokensBad int
+	stalls    int // rounds without a stable leader afterwards, or whose fault failed
+	handovers []time.Duration
+	rates     []float64 // per round: median answers per second of a polled surface
 }
 
 func (r *row) name() string { return r.fault.Name + " [" + r.config + "]" }
@@ -256,79 +254,24 @@ func runGroup(h *harness, cfg groupConfig, plan []*row) error {
 // since from.
 func (g *group) runRound(r *row, i int, from Instant) {
 	f := r.fault
-	g.ackVia.Store(int32(f.AckVia))
-	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
-		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
-	}
-	g.anon.Store(f.Anon)
-	stall, leaderName := "", "no leader"
-	var fault Instant
-	leader, err := g.waitStable(20 * time.Second)
-	if err == nil {
-		leaderName = "leader " + leader.member.Name
-	}
-	if err == nil && leader.kind == sidecars.ClientGo && !f.ClientGo {
-		err = fmt.Errorf("the leader is a client-go elector; %s needs a baton leader", f.Name)
-	}
-	if err == nil {
-		if f.Anon {
-			time.Sleep(300 * time.Millisecond) // anonymous promises outstanding
-		}
-		if fault, err = f.Inject(g, leader, i); err == nil {
-			_, err = g.waitStable(25 * time.Second)
-		}
-	}
-	if err != nil {
-		stall = err.Error()
-	}
-	if f.Anon {
-		// The anonymous promises it got from the new leader lapse before the
-		// next round, whose handover they would otherwise hold up.
-		g.anon.Store(false)
-		time.Sleep(sidecars.RenewDeadline)
-	}
+	fault, leaderName, stall := g.inject(f, i)
 	to := Now()
 	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
 	answers, acks := g.rec.Snapshot()
 	res := Check(answers, acks, from, to)
 	g.rec.Prune(to.Add(-horizon))
 
-	var handover time.Duration
-	var handed bool
-	if fault != 0 {
-		if handover, handed = Handover(answers, fault); handed {
-			r.handovers = append(r.handovers, handover)
-		}
-	}
-	r.overlaps += len(res.Overlaps)
-	r.broken += len(res.Broken)
-	for _, o := range res.Overlaps {
-		r.worstOverlap = max(r.worstOverlap, o.Length)
-	}
-	for _, b := range res.Broken {
-		r.worstExcess = max(r.worstExcess, b.Excess)
-	}
-	bad := 0
-	for _, t := range res.Transitions {
-		if t.OK() {
-			r.tokensOK++
-		} else {
-			r.tokensBad++
-			bad++
-		}
-	}
-	if stall != "" {
-		r.stalls++
-	}
-
 	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
-	if handed {
-		line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
+	if fault != 0 {
+		if handover, ok := Handover(answers, fault); ok {
+			r.handovers = append(r.handovers, handover)
+			line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
+		}
 	}
 	rate := sampleRate(answers, from, to)
 	r.rates = append(r.rates, rate)
 	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
-	failed := len(res.Overlaps)+len(res.Broken)+bad > 0 || stall != ""
+	failed := r.add(res, stall)
 	if (failed && g.h.failed.Add(1) <= maxDumps) || g.h.keepAnswers {
 		dump := filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name))
 		if err := dumpRound(dump, answers, acks, fault); err != nil {
@@ -344,6 +287,69 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if stall != "" {
 		logf("  no recovery: %s", stall)
 	}
+	logFindings(res, fault)
+}
+
+// inject waits for a stable leader, injects f (round i) and waits for a
+// stable leader again. It returns when the fault began (0 if it did not), the
+// leader it hit, and why the round stalled, if it did.
+func (g *group) inject(f *fault, i int) (fault Instant, leaderName, stall string) {
+	g.ackVia.Store(int32(f.AckVia))
+	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
+		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
+	}
+	g.anon.Store(f.Anon)
+	if f.Anon {
+		defer func() {
+			// The anonymous promises it got from the new leader lapse before
+			// the next round, whose handover they would otherwise hold up.
+			g.anon.Store(false)
+			time.Sleep(sidecars.RenewDeadline)
+		}()
+	}
+	leaderName = "no leader"
+	leader, err := g.waitStable(20 * time.Second)
+	if err == nil {
+		leaderName = "leader " + leader.member.Name
+		if leader.kind == sidecars.ClientGo && !f.ClientGo {
+			err = fmt.Errorf("the leader is a client-go elector; %s needs a baton leader", f.Name)
+		}
+	}
+	if err == nil {
+		if f.Anon {
+			time.Sleep(300 * time.Millisecond) // anonymous promises outstanding
+		}
+		if fault, err = f.Inject(g, leader, i); err == nil {
+			_, err = g.waitStable(25 * time.Second)
+		}
+	}
+	if err != nil {
+		stall = err.Error()
+	}
+	return fault, leaderName, stall
+}
+
+// add counts one round's findings into r and says whether the round failed.
+func (r *row) add(res Result, stall string) bool {
+	r.overlaps += len(res.Overlaps)
+	r.broken += len(res.Broken)
+	bad := 0
+	for _, t := range res.Transitions {
+		if t.OK() {
+			r.tokensOK++
+		} else {
+			bad++
+		}
+	}
+	r.tokensBad += bad
+	if stall != "" {
+		r.stalls++
+	}
+	return len(res.Overlaps)+len(res.Broken)+bad > 0 || stall != ""
+}
+
+// logFindings prints what a failed round found.
+func logFindings(res Result, fault Instant) {
 	for k, o := range res.Overlaps {
 		if k == 3 {
 			logf("  … %d overlaps in all", len(res.Overlaps))
