@@ -91,7 +91,11 @@ func main() {
 	only := flag.String("faults", "", "comma-separated fault names to run (default: all)")
 	mixed := flag.Bool("mixed", false, "also run the mixed group: baton sidecars and client-go LeaderElectors on one Lease")
 	keep := flag.Bool("keep-answers", false, "keep every round's answers (not only failed rounds'), and the member logs")
+	again := flag.Bool("recheck", false, "run no faults: check the kept rounds (TSV files) given as arguments again")
 	flag.Parse()
+	if *again {
+		os.Exit(min(recheck(flag.Args()), 1))
+	}
 	os.Exit(run(*profile, *rounds, *only, *mixed, *keep))
 }
 
