@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -72,8 +73,8 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
   for (;;) {
     const MonoTime wake = runner.Poll();
     if (runner.exit_code().has_value()) break;
-    pollfd fds[3] = {{signals.get(), POLLIN, 0}, {changes.get(), POLLIN, 0},
-                     {supervisor.exit_fd(), POLLIN, 0}};
+    pollfd fds[3] = {
+        {signals.get(), POLLIN, 0}, {changes.get(), POLLIN, 0}, {supervisor.exit_fd(), POLLIN, 0}};
     const int n = poll(fds, supervisor.exit_fd() >= 0 ? 3 : 2,
                        PollTimeout(wake, daemon.clock()->Monotonic()));
     if (n < 0 && errno != EINTR) {

@@ -109,15 +109,17 @@ MonoTime WatchdogKillAt(MonoTime valid_until) { return valid_until + -kWatchdogM
 absl::Status ValidateStopGrace(absl::Duration stop_grace, absl::Duration renew_deadline,
                                absl::Duration retry_period) {
   if (stop_grace <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--stop-grace=", absl::FormatDuration(stop_grace), " must be positive"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--stop-grace=", absl::FormatDuration(stop_grace), " must be positive"));
   }
   const absl::Duration lowest_validity = renew_deadline - retry_period * (1 + Elector::kMaxJitter);
   if (stop_grace + kKillMargin >= lowest_validity) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--stop-grace=", absl::FormatDuration(stop_grace), " plus ",
-        absl::FormatDuration(kKillMargin), " must be shorter than --renew-deadline − 1.2 × "
-        "--retry-period = ", absl::FormatDuration(lowest_validity),
+        absl::FormatDuration(kKillMargin),
+        " must be shorter than --renew-deadline − 1.2 × "
+        "--retry-period = ",
+        absl::FormatDuration(lowest_validity),
         " (--renew-deadline=", absl::FormatDuration(renew_deadline),
         " --retry-period=", absl::FormatDuration(retry_period),
         "): a healthy leader's validity falls that low just before each renew, and the child "

@@ -63,9 +63,9 @@ TEST(RunPolicyTest, TheChildIsKilledBeforeItsValidityEnds) {
 
 TEST(RunPolicyTest, RefusesAGraceThatAHealthyLeaderWouldHit) {
   // renew 1.5s, retry 250ms: validity falls to 1.2s just before a renew.
-  EXPECT_TRUE(ValidateStopGrace(absl::Milliseconds(500), absl::Milliseconds(1500),
-                                absl::Milliseconds(250))
-                  .ok());
+  EXPECT_TRUE(
+      ValidateStopGrace(absl::Milliseconds(500), absl::Milliseconds(1500), absl::Milliseconds(250))
+          .ok());
   const absl::Status s =
       ValidateStopGrace(absl::Seconds(1), absl::Milliseconds(1500), absl::Milliseconds(250));
   EXPECT_THAT(s.message(), HasSubstr("--stop-grace=1s"));

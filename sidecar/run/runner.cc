@@ -20,10 +20,7 @@ MonoTime MonoInfiniteFuture() { return MonoTime::FromSinceOrigin(absl::InfiniteD
 
 Runner::Runner(Options options, Clock* clock, LeadershipPublisher* publisher,
                Supervisor* supervisor)
-    : options_(std::move(options)),
-      clock_(clock),
-      publisher_(publisher),
-      supervisor_(supervisor) {}
+    : options_(std::move(options)), clock_(clock), publisher_(publisher), supervisor_(supervisor) {}
 
 void Runner::GiveBack(int64_t token) { options_.acknowledge(options_.client_id, token); }
 
@@ -72,8 +69,7 @@ bool Runner::StartChild(const Leadership& answer, MonoTime now) {
   spec.kill_by = WatchdogKillAt(answer.leader_until);
   if (absl::Status s = supervisor_->Start(spec); !s.ok()) {
     spdlog::error("event=child_start_failed token={} error={} next=\"{}\"", answer.fencing_token,
-                  LogValue(s.ToString()),
-                  "treat as exit code 127");
+                  LogValue(s.ToString()), "treat as exit code 127");
     GiveBack(answer.fencing_token);
     Ended(ExitStatus::Exited(127), now);
     return false;
@@ -126,8 +122,8 @@ void Runner::BeginStop(MonoTime now, const char* reason) {
       "process group in {} unless it exits\"",
       reason, c.token, options_.stop_signal,
       absl::FormatDuration(absl::Trunc(c.valid_until - now, absl::Milliseconds(1))),
-      absl::FormatDuration(
-          absl::Trunc(KillAt(now, c.valid_until, options_.stop_grace) - now, absl::Milliseconds(1))));
+      absl::FormatDuration(absl::Trunc(KillAt(now, c.valid_until, options_.stop_grace) - now,
+                                       absl::Milliseconds(1))));
 }
 
 void Runner::OnChildExit(const ExitStatus& status) {

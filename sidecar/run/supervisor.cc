@@ -1,8 +1,8 @@
 #include "sidecar/run/supervisor.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -138,9 +138,12 @@ absl::Status ProcessSupervisor::Start(const ChildSpec& spec) {
 }
 
 absl::Status ProcessSupervisor::StartWatchdog(pid_t pgid, MonoTime kill_by) {
+  // A socket pair rather than a pipe: one record per deadline
+  // (SOCK_SEQPACKET), and send() can refuse without SIGPIPE once the
+  // watchdog has exited.
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) {
-    return absl::InternalError(absl::StrCat("pipe2: ", std::strerror(errno)));
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::InternalError(absl::StrCat("socketpair: ", std::strerror(errno)));
   }
   const pid_t pid = fork();
   if (pid < 0) {
@@ -149,7 +152,7 @@ absl::Status ProcessSupervisor::StartWatchdog(pid_t pgid, MonoTime kill_by) {
     return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
-    // Keep only the read end (as fd 3) and stdio: the write end, baton's
+    // Keep only its end (as fd 3) and stdio: baton's end, baton's
     // sockets and everything else close, so that baton's death is seen as
     // end-of-file and no port stays bound by the watchdog.
     if (fds[0] != 3) dup2(fds[0], 3);
@@ -159,7 +162,6 @@ absl::Status ProcessSupervisor::StartWatchdog(pid_t pgid, MonoTime kill_by) {
     WatchdogMain(3, pgid, Nanos(kill_by));
   }
   close(fds[0]);
-  fcntl(fds[1], F_SETFL, O_NONBLOCK);
   watchdog_pid_ = pid;
   watchdog_fd_ = fds[1];
   return absl::OkStatus();
@@ -172,9 +174,9 @@ void ProcessSupervisor::Signal(int sig) {
 void ProcessSupervisor::ExtendDeadline(MonoTime kill_by) {
   if (watchdog_fd_ < 0) return;
   const int64_t value = Nanos(kill_by);
-  // A full pipe means the watchdog is not reading; it keeps the older,
+  // A full socket means the watchdog is not reading; it keeps the older,
   // earlier deadline, which is the safe one.
-  (void)!write(watchdog_fd_, &value, sizeof(value));
+  (void)!send(watchdog_fd_, &value, sizeof(value), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 std::optional<ExitStatus> ProcessSupervisor::Reap() {
@@ -199,7 +201,8 @@ std::optional<ExitStatus> ProcessSupervisor::Reap() {
 void ProcessSupervisor::StopWatchdog() {
   if (watchdog_pid_ < 0) return;
   const int64_t stand_down = 0;
-  (void)!write(watchdog_fd_, &stand_down, sizeof(stand_down));
+  // Fails harmlessly if the watchdog has already killed the group and exited.
+  (void)!send(watchdog_fd_, &stand_down, sizeof(stand_down), MSG_DONTWAIT | MSG_NOSIGNAL);
   close(watchdog_fd_);
   waitpid(watchdog_pid_, nullptr, 0);
   watchdog_fd_ = -1;

@@ -10,8 +10,8 @@
 //     (the child is forked from baton's main thread, which lives as long as
 //     the process; the signal reaches the child only, not its descendants);
 //   * a watchdog, a small forked process of its own beside the child, kills
-//     the child's whole process group when baton dies (its pipe from baton
-//     reaches end-of-file) or when the deadline baton last gave it
+//     the child's whole process group when baton dies (its socket from
+//     baton reaches end-of-file) or when the deadline baton last gave it
 //     (ExtendDeadline) passes: this covers a baton that is paused (SIGSTOP,
 //     starved) while its child keeps running.
 // Neither covers a SIGKILL of the watchdog itself together with a pause of
@@ -86,7 +86,7 @@ class ProcessSupervisor final : public Supervisor {
   pid_t pid_ = -1;
   int pidfd_ = -1;
   pid_t watchdog_pid_ = -1;
-  int watchdog_fd_ = -1;  // write end of the watchdog's pipe
+  int watchdog_fd_ = -1;  // baton's end of the socket pair to the watchdog
 };
 
 }  // namespace baton::run

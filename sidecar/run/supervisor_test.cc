@@ -104,8 +104,9 @@ TEST(ProcessSupervisorTest, SignalReachesTheWholeProcessGroup) {
   ProcessSupervisor s;
   // The shell ignores SIGTERM; its background sleep, started before, does not.
   ASSERT_TRUE(s.Start(Spec({"sh", "-c",
-                                absl::StrCat("sleep 100 & echo $! > ", pidfile,
-                                             "; trap '' TERM; sleep 0.3; exit 0")}, Far()))
+                            absl::StrCat("sleep 100 & echo $! > ", pidfile,
+                                         "; trap '' TERM; sleep 0.3; exit 0")},
+                           Far()))
                   .ok());
   const pid_t grandchild = ReadPid(pidfile, absl::Seconds(5));
   ASSERT_GT(grandchild, 0);
@@ -120,8 +121,8 @@ TEST(ProcessSupervisorTest, SignalReachesTheWholeProcessGroup) {
 TEST(ProcessSupervisorTest, ReapKillsDescendantsTheChildLeftBehind) {
   const std::string pidfile = TempPath("left");
   ProcessSupervisor s;
-  ASSERT_TRUE(s.Start(Spec({"sh", "-c", absl::StrCat("sleep 100 & echo $! > ", pidfile)}, Far()))
-                  .ok());
+  ASSERT_TRUE(
+      s.Start(Spec({"sh", "-c", absl::StrCat("sleep 100 & echo $! > ", pidfile)}, Far())).ok());
   ASSERT_TRUE(AwaitExit(s, absl::Seconds(5)).has_value());
   const pid_t grandchild = ReadPid(pidfile, absl::Seconds(1));
   ASSERT_GT(grandchild, 0);
@@ -153,7 +154,8 @@ TEST(ProcessSupervisorTest, ChildAndItsGroupDieWithTheSupervisingProcess) {
   ASSERT_GE(baton, 0);
   if (baton == 0) {
     ProcessSupervisor s;
-    if (!s.Start(Spec({"sh", "-c", absl::StrCat("sleep 100 & echo $! > ", pidfile, "; wait")}, Far()))
+    if (!s.Start(
+              Spec({"sh", "-c", absl::StrCat("sleep 100 & echo $! > ", pidfile, "; wait")}, Far()))
              .ok()) {
       _exit(1);
     }
