@@ -65,6 +65,16 @@ func boottime() int64 {
 	return ts.Nano()
 }
 
+// alive says whether pid runs (a zombie does not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
 // group is the replicas of one test, campaigning for one Lease, and the
 // file their children write.
 type group struct {
@@ -262,7 +272,8 @@ func TestTwoReplicasHandOverOnSIGTERMAndKill(t *testing.T) {
 	g.start()
 	cur := g.waitChild(0, 20*time.Second)
 	measured := gaps{}
-	for round, fault := range []string{"SIGTERM", "SIGTERM", "kill -9", "SIGTERM", "kill -9", "SIGTERM"} {
+	faults := []string{"SIGTERM", "kill -9", "SIGTERM", "kill -9", "SIGTERM", "kill -9", "SIGTERM", "SIGTERM"}
+	for round, fault := range faults {
 		leader := g.replicas[cur.identity]
 		time.Sleep(200 * time.Millisecond) // let the child run a while
 		switch fault {
@@ -270,7 +281,16 @@ func TestTwoReplicasHandOverOnSIGTERMAndKill(t *testing.T) {
 			leader.Signal(syscall.SIGTERM)
 			sidecars.CheckExitAfterSIGTERM(t, leader.Member)
 		case "kill -9":
+			killed := time.Now()
 			leader.Kill()
+			for alive(cur.pid) && time.Since(killed) < 2*time.Second {
+				time.Sleep(time.Millisecond)
+			}
+			if alive(cur.pid) {
+				t.Fatalf("round %d: the child %d outlived its kill -9'd baton by 2s", round, cur.pid)
+			}
+			t.Logf("round %d: the child of the kill -9'd baton was gone %v after the kill", round,
+				time.Since(killed).Round(time.Millisecond))
 		}
 		delete(g.replicas, leader.Name)
 		next := g.waitChild(round+1, 15*time.Second)
@@ -361,8 +381,8 @@ func TestChildIgnoringTheStopSignalIsKilledAtTheGrace(t *testing.T) {
 	if !strings.Contains(r.Log(), "event=child_killed") {
 		t.Errorf("no event=child_killed in baton's log")
 	}
-	if err := syscall.Kill(child.pid, 0); err == nil {
-		t.Errorf("child %d still exists after baton exited", child.pid)
+	if alive(child.pid) {
+		t.Errorf("child %d still runs after baton exited", child.pid)
 	}
 }
 
