@@ -89,7 +89,7 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
         spdlog::info(
             "event=shutdown signal={} next=\"stop the command, then release once every promise "
             "is acknowledged or has lapsed\"",
-            strsignal(static_cast<int>(info.ssi_signo)));
+            run::SignalName(static_cast<int>(info.ssi_signo)));
         runner.Shutdown();
       }
     }

@@ -25,14 +25,14 @@ constexpr NamedSignal kSignals[] = {
     {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"WINCH", SIGWINCH},
 };
 
+}  // namespace
+
 std::string SignalName(int sig) {
   for (const NamedSignal& s : kSignals) {
     if (s.number == sig) return absl::StrCat("SIG", s.name);
   }
   return absl::StrCat(sig);
 }
-
-}  // namespace
 
 absl::StatusOr<RestartPolicy> ParseRestartPolicy(absl::string_view value) {
   if (value == "always") return RestartPolicy::kAlways;

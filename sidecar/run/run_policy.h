@@ -30,6 +30,9 @@ absl::StatusOr<RestartPolicy> ParseRestartPolicy(absl::string_view value);
 // number in [1, 64]; InvalidArgument naming --stop-signal otherwise.
 absl::StatusOr<int> ParseStopSignal(absl::string_view value);
 
+// "SIGTERM" for the signals ParseStopSignal knows by name, else the number.
+std::string SignalName(int sig);
+
 // How a child ended: exited with a code, or was killed by a signal.
 struct ExitStatus {
   bool signaled = false;

@@ -25,6 +25,8 @@ TEST(RunPolicyTest, ParsesSignalNamesAndNumbers) {
   EXPECT_THAT(ParseStopSignal("SIGNOPE").status().message(), HasSubstr("--stop-signal"));
   EXPECT_FALSE(ParseStopSignal("0").ok());
   EXPECT_FALSE(ParseStopSignal("65").ok());
+  EXPECT_EQ(SignalName(SIGTERM), "SIGTERM");
+  EXPECT_EQ(SignalName(40), "40");
 }
 
 TEST(RunPolicyTest, RestartFollowsThePolicy) {

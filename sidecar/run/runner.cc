@@ -67,9 +67,10 @@ bool Runner::StartChild(const Leadership& answer, MonoTime now) {
       absl::StrCat("BATON_VALID_UNTIL=", Rfc3339(valid_until_wall)),
   };
   spec.kill_by = WatchdogKillAt(answer.leader_until);
-  if (absl::Status s = supervisor_->Start(spec); !s.ok()) {
-    spdlog::error("event=child_start_failed token={} error={} next=\"{}\"", answer.fencing_token,
-                  LogValue(s.ToString()), "treat as exit code 127");
+  const absl::StatusOr<pid_t> pid = supervisor_->Start(spec);
+  if (!pid.ok()) {
+    spdlog::error("event=child_start_failed token={} error={} next=\"handle as exit code 127\"",
+                  answer.fencing_token, LogValue(pid.status().ToString()));
     GiveBack(answer.fencing_token);
     Ended(ExitStatus::Exited(127), now);
     return false;
@@ -77,7 +78,8 @@ bool Runner::StartChild(const Leadership& answer, MonoTime now) {
   child_ = Child();
   child_->token = answer.fencing_token;
   child_->valid_until = answer.leader_until;
-  spdlog::info("event=child_started token={} valid_for={} command={}", answer.fencing_token,
+  spdlog::info("event=child_started pid={} token={} valid_for={} command={}", *pid,
+               answer.fencing_token,
                absl::FormatDuration(absl::Trunc(answer.leader_until - now, absl::Milliseconds(1))),
                LogValue(absl::StrJoin(options_.argv, " ")));
   return true;
@@ -120,7 +122,7 @@ void Runner::BeginStop(MonoTime now, const char* reason) {
   spdlog::info(
       "event=child_stopping reason={} token={} signal={} valid_for={} next=\"SIGKILL of its "
       "process group in {} unless it exits\"",
-      reason, c.token, options_.stop_signal,
+      reason, c.token, SignalName(options_.stop_signal),
       absl::FormatDuration(absl::Trunc(c.valid_until - now, absl::Milliseconds(1))),
       absl::FormatDuration(absl::Trunc(KillAt(now, c.valid_until, options_.stop_grace) - now,
                                        absl::Milliseconds(1))));

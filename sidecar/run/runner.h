@@ -27,6 +27,7 @@
 #ifndef BATON_SIDECAR_RUN_RUNNER_H_
 #define BATON_SIDECAR_RUN_RUNNER_H_
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -48,7 +49,7 @@ class Runner {
     // The command and its arguments.
     std::vector<std::string> argv;
     RestartPolicy restart = RestartPolicy::kOnFailure;
-    int stop_signal = 15;  // SIGTERM
+    int stop_signal = SIGTERM;
     absl::Duration stop_grace = absl::Seconds(5);
     // Pause before a child that exited on its own runs again.
     absl::Duration restart_delay = absl::Seconds(1);

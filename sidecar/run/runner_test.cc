@@ -19,9 +19,10 @@ using ::testing::IsEmpty;
 // Records what the Runner asks of the child; the test plays its exits.
 class FakeSupervisor final : public Supervisor {
  public:
-  absl::Status Start(const ChildSpec& spec) override {
+  absl::StatusOr<pid_t> Start(const ChildSpec& spec) override {
+    if (!start_result.ok()) return start_result;
     starts.push_back(spec);
-    return start_result;
+    return 1000 + static_cast<pid_t>(starts.size());
   }
   void Signal(int sig) override { signals.push_back(sig); }
   void ExtendDeadline(MonoTime kill_by) override { deadlines.push_back(kill_by); }

@@ -88,7 +88,7 @@ ProcessSupervisor::~ProcessSupervisor() {
   Reap();
 }
 
-absl::Status ProcessSupervisor::Start(const ChildSpec& spec) {
+absl::StatusOr<pid_t> ProcessSupervisor::Start(const ChildSpec& spec) {
   if (pid_ >= 0) return absl::FailedPreconditionError("a child is already running");
   if (spec.argv.empty()) return absl::InvalidArgumentError("no command to run");
   // Everything the forked child touches is built before fork: between fork
@@ -134,7 +134,7 @@ absl::Status ProcessSupervisor::Start(const ChildSpec& spec) {
     Reap();
     return s;
   }
-  return absl::OkStatus();
+  return pid;
 }
 
 absl::Status ProcessSupervisor::StartWatchdog(pid_t pgid, MonoTime kill_by) {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "sidecar/common/clock.h"
 #include "sidecar/run/run_policy.h"
 
@@ -46,10 +47,11 @@ struct ChildSpec {
 class Supervisor {
  public:
   virtual ~Supervisor() = default;
-  // Starts the child. At most one child at a time: only after the previous
-  // one was reaped. An error if the process could not be created; a command
-  // that cannot be executed starts and exits with 127 (126 if not executable).
-  virtual absl::Status Start(const ChildSpec& spec) = 0;
+  // Starts the child and returns its pid. At most one child at a time: only
+  // after the previous one was reaped. An error if the process could not be
+  // created; a command that cannot be executed starts and exits with 127
+  // (126 if not executable).
+  virtual absl::StatusOr<pid_t> Start(const ChildSpec& spec) = 0;
   // Sends `sig` to the child's process group. No-op without a child.
   virtual void Signal(int sig) = 0;
   // Moves the watchdog's deadline (see ChildSpec::kill_by). No-op without a child.
@@ -64,7 +66,7 @@ class ProcessSupervisor final : public Supervisor {
   ProcessSupervisor(const ProcessSupervisor&) = delete;
   ProcessSupervisor& operator=(const ProcessSupervisor&) = delete;
 
-  absl::Status Start(const ChildSpec& spec) override;
+  absl::StatusOr<pid_t> Start(const ChildSpec& spec) override;
   void Signal(int sig) override;
   void ExtendDeadline(MonoTime kill_by) override;
 
