@@ -107,6 +107,7 @@ void ElectionLoop::Run() {
       break;
     }
     if (settled > now) {
+      Publish();  // what the watch told the elector meanwhile
       wake = stop_deadline ? std::min(settled, *stop_deadline) : settled;
       continue;
     }

@@ -16,7 +16,9 @@ void LeadershipPublisher::Publish(const Leadership& next) {
 }
 
 void LeadershipPublisher::StepDown() {
-  Change([](Leadership* l) { l->stepping_down = true; });
+  Change([](Leadership* l) {
+    if (l->holding) l->stepping_down = true;
+  });
 }
 
 void LeadershipPublisher::Change(const std::function<void(Leadership*)>& edit) {
@@ -50,7 +52,15 @@ bool LeadershipPublisher::ReplaceLocked(Leadership next,
     }
   }
   if (next.holding && ledger_.token != next.fencing_token) {
-    ledger_ = Ledger{next.fencing_token, std::nullopt, {}};
+    // A new term. Promises of the previous one may still run (this sidecar
+    // can start a term while its last one's answers are out, e.g. when it
+    // recreates a deleted Lease): they stay outstanding, now as anonymous
+    // ones, since an acknowledgement names the term it ends.
+    std::optional<MonoTime> carried = ledger_.anonymous_until;
+    for (const auto& [client, until] : ledger_.by_client) {
+      carried = std::max(carried.value_or(until), until);
+    }
+    ledger_ = Ledger{next.fencing_token, carried, {}};
   }
   if (current_.leadership == next) return false;
   current_.leadership = std::move(next);

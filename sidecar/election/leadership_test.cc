@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "sidecar/common/fake_clock.h"
 
@@ -95,6 +96,115 @@ TEST(LeadershipPublisherTest, WaitForChangeReturnsAtDeadline) {
   LeadershipPublisher pub(Leadership{});
   auto v = pub.WaitForChange(1, absl::Now() + absl::Milliseconds(20));
   EXPECT_EQ(v.version, 1u);
+}
+
+// --- The promise ledger and the step-down mark -----------------------------
+
+class PromiseLedgerTest : public ::testing::Test {
+ protected:
+  MonoTime Now() const { return clock_.Monotonic(); }
+  Leadership Term(int64_t token, absl::Duration left) {
+    Leadership l = Holding(Now() + left);
+    l.fencing_token = token;
+    return l;
+  }
+
+  FakeClock clock_;
+  LeadershipPublisher publisher_{Leadership{}};
+};
+
+TEST_F(PromiseLedgerTest, ALeaderAnswerIsAPromiseUntilLeaderUntil) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt) << "nothing answered yet";
+  publisher_.Answer("app", Now());
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
+  EXPECT_EQ(publisher_.OutstandingUntil(2, Now()), std::nullopt) << "another term";
+}
+
+TEST_F(PromiseLedgerTest, ANotLeaderAnswerPromisesNothing) {
+  Leadership l = Term(3, absl::Seconds(10));
+  l.stepping_down = true;
+  publisher_.Publish(l);
+  publisher_.Answer("app", Now());
+  publisher_.Answer("", Now());
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, AcknowledgementVoidsOnlyThatClientsPromisesOfThatTerm) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("a", Now());
+  publisher_.Answer("b", Now());
+  EXPECT_FALSE(publisher_.Acknowledge("a", 2));
+  EXPECT_FALSE(publisher_.Acknowledge("c", 3));
+  EXPECT_TRUE(publisher_.Acknowledge("a", 3));
+  EXPECT_FALSE(publisher_.Acknowledge("a", 3)) << "nothing left to acknowledge";
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10)) << "b's promise";
+  EXPECT_TRUE(publisher_.Acknowledge("b", 3));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, AnonymousPromisesOnlyLapse) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("", Now());
+  EXPECT_FALSE(publisher_.Acknowledge("", 3));
+  clock_.Advance(absl::Seconds(9));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(1));
+  clock_.Advance(absl::Seconds(1));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, ARenewExtendsTheOutstandingPromise) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  clock_.Advance(absl::Seconds(2));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
+}
+
+TEST_F(PromiseLedgerTest, ClientsBeyondTheLimitAreCountedAsAnonymous) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
+    publisher_.Answer(absl::StrCat("c", i), Now());
+  }
+  publisher_.Answer("one-too-many", Now());
+  EXPECT_FALSE(publisher_.Acknowledge("one-too-many", 3)) << "not tracked by name";
+  for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
+    ASSERT_TRUE(publisher_.Acknowledge(absl::StrCat("c", i), 3));
+  }
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
+}
+
+TEST_F(PromiseLedgerTest, PromisesOfTheLastTermStayOutstandingInTheNext) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  // The Lease was deleted and recreated by this same leader: a new term
+  // starts while the last one's promise still runs.
+  clock_.Advance(absl::Seconds(1));
+  publisher_.Publish(Term(4, absl::Seconds(2)));
+  EXPECT_EQ(publisher_.OutstandingUntil(4, Now()), Now() + absl::Seconds(9));
+}
+
+TEST_F(PromiseLedgerTest, StepDownMarksTheTermUntilAnotherBegins) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.StepDown();
+  EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
+  // The election loop publishes its own (older) view of the same term: the
+  // mark holds, so no answer says leader again.
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
+  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  // Not holding, then a new term: the mark is gone.
+  publisher_.Publish(Leadership{});
+  publisher_.Publish(Term(4, absl::Seconds(10)));
+  EXPECT_TRUE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+}
+
+TEST_F(PromiseLedgerTest, StepDownWhenNotHoldingIsANoOp) {
+  const uint64_t version = publisher_.Current().version;
+  publisher_.StepDown();
+  EXPECT_EQ(publisher_.Current().version, version);
+  EXPECT_FALSE(publisher_.Current().leadership.stepping_down);
 }
 
 }  // namespace

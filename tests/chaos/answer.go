@@ -65,54 +65,51 @@ type Answer struct {
 	ValidUntil   Instant // validUntilBoottime; 0 when absent
 }
 
-// exact says whether the answer tells its own production time: a baton
-// leader answer carrying validUntilBoottime was evaluated at exactly
-// ValidUntil - ValidFor.
-func (a *Answer) exact() bool { return a.IsLeader && a.ValidUntil > 0 && a.Surface.promises() }
-
-// Window is when the answer was produced, as tightly as is known: one
-// instant for an exact answer, else [Send, Recv]. An exact answer is dated
-// by its evaluation instant, except that it cannot have been produced after
-// it was received: the HTTP server evaluates a cached body at the end of the
-// window it serves it in (understating validFor), so that instant may lie
-// after the receipt.
+// Window is when the answer was produced, as tightly as is known. A baton
+// gRPC or watch leader answer carrying validUntilBoottime was produced at
+// exactly validUntilBoottime − validFor (one instant). An HTTP answer's
+// validFor is counted from the end of the sidecar's short response cache,
+// so there that instant only bounds the production from above: [Send,
+// min(Recv, it)]. Every other answer lies in [Send, Recv].
 func (a *Answer) Window() (lo, hi Instant) {
-	if a.exact() {
-		t := a.ValidUntil.Add(-a.ValidFor)
-		if t > a.Recv {
-			t = a.Recv
-		}
+	if !a.IsLeader || a.ValidUntil == 0 || !a.Surface.promises() {
+		return a.Send, a.Recv
+	}
+	t := a.ValidUntil.Add(-a.ValidFor)
+	switch {
+	case t < a.Send || t > a.Recv && (a.Surface == GRPC || a.Surface == Watch):
+		return a.Send, a.Recv // not what the sidecar says it does: trust only the bracket
+	case a.Surface == GRPC || a.Surface == Watch:
 		return t, t
+	default:
+		return a.Send, min(a.Recv, t)
 	}
-	return a.Send, a.Recv
 }
 
-// At is the instant used to order and time answers (terms, handover): its
-// production time when exact, else when it was received.
+// At is the instant used to order and time answers (terms, handover): the
+// latest instant it may have been produced.
 func (a *Answer) At() Instant {
-	if a.exact() {
-		lo, _ := a.Window()
-		return lo
-	}
-	return a.Recv
+	_, hi := a.Window()
+	return hi
 }
 
-// Promise is the interval an answer "leader, validFor = v" guarantees that
-// nobody else leads. Exact answers promise [production, validUntilBoottime).
-// Without validUntilBoottime (a sidecar that does not send it) the answer was
-// produced somewhere in [Send, Recv], so what it certainly promised is
-// [Recv, Send+v): never more than the sidecar meant, which keeps the checker
-// from reporting a violation the sidecar did not commit. ok is false for
-// answers that promise nothing.
+// Promise is the interval an answer "leader, validFor = v" certainly
+// guarantees that nobody else leads: from the latest instant it may have been
+// produced until validUntilBoottime. Without validUntilBoottime (a sidecar
+// that does not send it) the answer's v counts from somewhere in [Send,
+// Recv], so what it certainly promised is [Recv, Send+v): never more than
+// the sidecar meant, which keeps the checker from reporting a violation the
+// sidecar did not commit. ok is false for answers that promise nothing.
 func (a *Answer) Promise() (from, until Instant, ok bool) {
 	if !a.IsLeader || a.ValidFor <= 0 || !a.Surface.promises() {
 		return 0, 0, false
 	}
-	if a.exact() {
-		lo, _ := a.Window()
-		return lo, a.ValidUntil, true
+	if a.ValidUntil > 0 {
+		_, from = a.Window()
+		until = a.ValidUntil
+	} else {
+		from, until = a.Recv, a.Send.Add(a.ValidFor)
 	}
-	from, until = a.Recv, a.Send.Add(a.ValidFor)
 	return from, until, from < until
 }
 
@@ -123,5 +120,6 @@ type Ack struct {
 	Client       string
 	Token        int32
 	At           Instant // when it was sent: the application had stopped by then
+	Done         Instant // when the sidecar's answer came back
 	Acknowledged bool    // what the sidecar answered; false also on an error
 }

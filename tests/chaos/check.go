@@ -21,9 +21,11 @@ import (
 //   - P1 (one leader): no two segments of different members certainly share an
 //     instant: their certain intervals intersect with positive length, or one
 //     member's answer was certainly produced inside the other's interval.
-//   - P2 (validity): for every promise (Answer.Promise), shortened to the
-//     application's acknowledgement when the sidecar confirmed one for that
-//     client and token inside it, no other member certainly led inside it.
+//   - P2 (validity): for every promise (Answer.Promise), no other member
+//     certainly led inside it. A promise ends early, at the acknowledgement's
+//     sending, when the sidecar confirmed an acknowledgement of that client
+//     and token that it may have processed after producing the answer (the
+//     answer's earliest production is before the acknowledgement came back).
 //   - P3 (tokens): terms — (member, fencingToken, fencingRevision) of leader
 //     answers — ordered by their first answer have strictly increasing tokens,
 //     and strictly increasing revisions where both are known (non-zero).
@@ -212,11 +214,11 @@ func Check(answers []Answer, acks []Ack, from, to Instant) Result {
 	}
 
 	// P2.
-	acked := map[ackKey][]Instant{}
+	acked := map[ackKey][]Ack{}
 	for _, a := range acks {
 		if a.Acknowledged {
 			k := ackKey{a.Member, a.Client, a.Token}
-			acked[k] = append(acked[k], a.At)
+			acked[k] = append(acked[k], a)
 		}
 	}
 	for i := range answers {
@@ -226,10 +228,14 @@ func Check(answers []Answer, acks []Ack, from, to Instant) Result {
 			continue
 		}
 		if p.Client != "" {
-			for _, at := range acked[ackKey{p.Member, p.Client, p.Token}] {
-				if start <= at && at < until {
-					until = at
+			produced, _ := p.Window()
+			for _, a := range acked[ackKey{p.Member, p.Client, p.Token}] {
+				if produced <= a.Done && a.At < until {
+					until = a.At
 				}
+			}
+			if until <= start {
+				continue
 			}
 		}
 		var b *Broken

@@ -7,12 +7,12 @@ import (
 
 const ms = Instant(time.Millisecond)
 
-// leads is member answering leader exactly (with validUntilBoottime) every
-// 10ms over [from, to], each promising validFor.
+// leads is member answering leader exactly (gRPC, with validUntilBoottime)
+// every 10ms over [from, to], each promising validFor.
 func leads(member string, from, to Instant, validFor time.Duration) []Answer {
 	var out []Answer
 	for t := from; t <= to; t += 10 * ms {
-		out = append(out, Answer{Member: member, Surface: HTTP, Client: "app-" + member,
+		out = append(out, Answer{Member: member, Surface: GRPC, Client: "app-" + member,
 			Send: t - ms, Recv: t + ms, IsLeader: true, Token: 1, ValidFor: validFor,
 			ValidUntil: t.Add(validFor)})
 	}
@@ -101,20 +101,45 @@ func TestAcknowledgedPromisesEndAtTheAcknowledgement(t *testing.T) {
 	answers := join(
 		leads("a", 0, 1000*ms, 1500*time.Millisecond), follows("a", 1010*ms, 3000*ms),
 		withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
-	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1015 * ms, Acknowledged: true}
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1015 * ms, Done: 1016 * ms, Acknowledged: true}
 	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 0 {
 		t.Errorf("%d broken promises after the acknowledgement, want 0", len(r.Broken))
 	}
 	for name, bad := range map[string]Ack{
-		"refused":     {Member: "a", Client: "app-a", Token: 1, At: 1015 * ms},
-		"other token": {Member: "a", Client: "app-a", Token: 7, At: 1015 * ms, Acknowledged: true},
-		"other client": {Member: "a", Client: "someone", Token: 1, At: 1015 * ms,
+		"refused":     {Member: "a", Client: "app-a", Token: 1, At: 1015 * ms, Done: 1016 * ms},
+		"other token": {Member: "a", Client: "app-a", Token: 7, At: 1015 * ms, Done: 1016 * ms, Acknowledged: true},
+		"other client": {Member: "a", Client: "someone", Token: 1, At: 1015 * ms, Done: 1016 * ms,
 			Acknowledged: true},
-		"too late": {Member: "a", Client: "app-a", Token: 1, At: 1030 * ms, Acknowledged: true},
+		"too late": {Member: "a", Client: "app-a", Token: 1, At: 1030 * ms, Done: 1031 * ms, Acknowledged: true},
+		// Processed before the last answers were produced: they are new promises.
+		"too early": {Member: "a", Client: "app-a", Token: 1, At: 990 * ms, Done: 995 * ms, Acknowledged: true},
 	} {
-		if r := Check(answers, []Ack{bad}, 0, everything); len(r.Broken) != 101 {
-			t.Errorf("%s acknowledgement: %d broken, want 101", name, len(r.Broken))
+		want := 101
+		if name == "too early" {
+			want = 1 // the answer at 1000ms, produced after the acknowledgement
 		}
+		if r := Check(answers, []Ack{bad}, 0, everything); len(r.Broken) != want {
+			t.Errorf("%s acknowledgement: %d broken, want %d", name, len(r.Broken), want)
+		}
+	}
+}
+
+// An HTTP answer's validFor counts from the end of the sidecar's response
+// cache: validUntilBoottime − validFor may lie after the answer arrived.
+// An acknowledgement sent after it arrived covers it.
+func TestCachedHTTPAnswerIsCoveredByALaterAcknowledgement(t *testing.T) {
+	cached := Answer{Member: "a", Surface: HTTP, Client: "app-a", Send: 1000 * ms, Recv: 1001 * ms,
+		IsLeader: true, Token: 1, ValidFor: 1300 * time.Millisecond, ValidUntil: 2302 * ms}
+	if lo, hi := cached.Window(); lo != 1000*ms || hi != 1001*ms {
+		t.Errorf("window [%v, %v], want [1000ms, 1001ms]", lo, hi)
+	}
+	answers := join([]Answer{cached}, withToken(leads("b", 1010*ms, 1100*ms, 0), 2, 0))
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1002 * ms, Done: 1003 * ms, Acknowledged: true}
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 0 {
+		t.Errorf("%d broken, want 0", len(r.Broken))
+	}
+	if r := Check(answers, nil, 0, everything); len(r.Broken) != 1 {
+		t.Errorf("without the acknowledgement: %d broken, want 1", len(r.Broken))
 	}
 }
 
@@ -122,7 +147,7 @@ func TestAnonymousPromisesAreNotAcknowledged(t *testing.T) {
 	anon := Answer{Member: "a", Surface: AnonHTTP, Send: 999 * ms, Recv: 1001 * ms, IsLeader: true,
 		Token: 1, ValidFor: time.Second, ValidUntil: 2000 * ms}
 	answers := join([]Answer{anon}, withToken(leads("b", 1500*ms, 1600*ms, 0), 2, 0))
-	ack := Ack{Member: "a", Client: "", Token: 1, At: 1100 * ms, Acknowledged: true}
+	ack := Ack{Member: "a", Client: "", Token: 1, At: 1100 * ms, Done: 1101 * ms, Acknowledged: true}
 	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 1 {
 		t.Errorf("%d broken, want the anonymous promise broken", len(r.Broken))
 	}
@@ -241,9 +266,34 @@ func TestACachedAnswerEvaluatedAfterItsReceiptIsCoveredByTheNextAcknowledgement(
 		ValidUntil: (1002 * ms).Add(1500 * time.Millisecond)}
 	answers := join(leads("a", 0, 990*ms, 1500*time.Millisecond), []Answer{cached},
 		follows("a", 1010*ms, 3000*ms), withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
-	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1001 * ms, Acknowledged: true}
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1001 * ms, Done: 1002 * ms, Acknowledged: true}
 	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 0 {
 		t.Errorf("%d broken promises, want 0: the answer was received before the acknowledgement",
 			len(r.Broken))
+	}
+}
+
+// A leader answer still in flight when the application acknowledged its term
+// (sent before, received after the acknowledgement was sent) was produced
+// before the sidecar processed the acknowledgement: it is void too.
+func TestAnAnswerInFlightDuringTheAcknowledgementIsVoid(t *testing.T) {
+	inFlight := Answer{Member: "a", Surface: HTTP, Client: "app-a", Send: 999 * ms, Recv: 1003 * ms,
+		IsLeader: true, Token: 1, ValidFor: 1500 * time.Millisecond,
+		ValidUntil: (1001 * ms).Add(1500 * time.Millisecond)}
+	answers := join(leads("a", 0, 990*ms, 1500*time.Millisecond), []Answer{inFlight},
+		follows("a", 1010*ms, 3000*ms), withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1000 * ms, Done: 1002 * ms,
+		Acknowledged: true}
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 0 {
+		t.Errorf("%d broken promises, want 0", len(r.Broken))
+	}
+	// Produced after the sidecar replied to the acknowledgement: a new
+	// promise, which the acknowledgement does not void.
+	late := inFlight
+	late.Send, late.Recv, late.ValidUntil = 1004*ms, 1006*ms, (1005 * ms).Add(1500*time.Millisecond)
+	answers = join(leads("a", 0, 990*ms, 1500*time.Millisecond), []Answer{late},
+		follows("a", 1010*ms, 3000*ms), withToken(leads("b", 1020*ms, 3000*ms, 0), 2, 0))
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 1 {
+		t.Errorf("%d broken promises, want 1: the later answer was a new promise", len(r.Broken))
 	}
 }

@@ -20,13 +20,14 @@ import (
 
 // harness is what every group shares.
 type harness struct {
-	cp        cptest.ControlPlane
-	admin     *kubernetes.Clientset // the admin: third-party edits, deletes, tokens
-	baton     string                // binaries
-	goelector string
-	logDir    string                           // member logs, credentials, failed rounds' answers
-	failed    atomic.Int32                     // rounds that failed; if any, logDir is kept
-	log       func(format string, args ...any) // progress, to stderr
+	cp          cptest.ControlPlane
+	admin       *kubernetes.Clientset // the admin: third-party edits, deletes, tokens
+	baton       string                // binaries
+	goelector   string
+	logDir      string                           // member logs, credentials, failed rounds' answers
+	failed      atomic.Int32                     // rounds that failed; if any, logDir is kept
+	keepAnswers bool                             // dump every round's answers, keep logDir
+	log         func(format string, args ...any) // progress, to stderr
 }
 
 // groupConfig is one configuration of the matrix: a Role and a membership.

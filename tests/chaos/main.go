@@ -67,18 +67,16 @@ const horizon = 10 * time.Second
 
 // row is one line of the table: one fault in one configuration.
 type row struct {
-	fault        *fault
-	config       string
-	rounds       int
-	overlaps     int
-	broken       int
-	tokensOK     int
-	tokensBad    int
-	stalls       int // rounds without a stable leader afterwards, or whose fault failed
-	handovers    []time.Duration
-	rates        []float64 // per round: median answers per second of a polled surface
-	worstOverlap time.Duration
-	worstExcess  time.Duration
+	fault     *fault
+	config    string
+	rounds    int
+	overlaps  int
+	broken    int
+	tokensOK  int
+	tokensBad int
+	stalls    int // rounds without a stable leader afterwards, or whose fault failed
+	handovers []time.Duration
+	rates     []float64 // per round: median answers per second of a polled surface
 }
 
 func (r *row) name() string { return r.fault.Name + " [" + r.config + "]" }
@@ -92,15 +90,16 @@ func main() {
 	rounds := flag.Int("rounds", 0, "rounds of each fault in each configuration (default: the profile's)")
 	only := flag.String("faults", "", "comma-separated fault names to run (default: all)")
 	mixed := flag.Bool("mixed", false, "also run the mixed group: baton sidecars and client-go LeaderElectors on one Lease")
+	keep := flag.Bool("keep-answers", false, "keep every round's answers (not only failed rounds'), and the member logs")
 	flag.Parse()
-	os.Exit(run(*profile, *rounds, *only, *mixed))
+	os.Exit(run(*profile, *rounds, *only, *mixed, *keep))
 }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "chaos %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func run(profile string, rounds int, only string, mixed bool) int {
+func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 	factor := 1
 	limit := 8 * time.Minute
 	switch profile {
@@ -126,7 +125,7 @@ func run(profile string, rounds int, only string, mixed bool) int {
 		return 1
 	}
 
-	h := &harness{log: logf}
+	h := &harness{log: logf, keepAnswers: keepAnswers}
 	var err error
 	if h.baton, err = sidecars.BatonBinaryPath(); err != nil {
 		logf("%v", err)
@@ -205,8 +204,8 @@ func run(profile string, rounds int, only string, mixed bool) int {
 		rows = append(rows, plan...)
 	}
 	stopCP()
-	if h.failed.Load() > 0 {
-		logf("member logs and the answers of failed rounds: %s", h.logDir)
+	if h.failed.Load() > 0 || keepAnswers {
+		logf("member logs and recorded answers: %s", h.logDir)
 	} else {
 		os.RemoveAll(h.logDir)
 	}
@@ -255,23 +254,66 @@ func runGroup(h *harness, cfg groupConfig, plan []*row) error {
 // since from.
 func (g *group) runRound(r *row, i int, from Instant) {
 	f := r.fault
+	fault, leaderName, stall := g.inject(f, i)
+	to := Now()
+	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
+	answers, acks := g.rec.Snapshot()
+	res := Check(answers, acks, from, to)
+	g.rec.Prune(to.Add(-horizon))
+
+	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
+	if fault != 0 {
+		if handover, ok := Handover(answers, fault); ok {
+			r.handovers = append(r.handovers, handover)
+			line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
+		}
+	}
+	rate := sampleRate(answers, from, to)
+	r.rates = append(r.rates, rate)
+	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
+	failed := r.add(res, stall)
+	if (failed && g.h.failed.Add(1) <= maxDumps) || g.h.keepAnswers {
+		dump := filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name))
+		if err := dumpRound(dump, answers, acks, fault); err != nil {
+			logf("  writing %s: %v", dump, err)
+		}
+		line += " (answers in " + dump + ")"
+	}
+	if !failed {
+		logf("%s, ok", line)
+		return
+	}
+	logf("%s, FAILED", line)
+	if stall != "" {
+		logf("  no recovery: %s", stall)
+	}
+	logFindings(res, fault)
+}
+
+// inject waits for a stable leader, injects f (round i) and waits for a
+// stable leader again. It returns when the fault began (0 if it did not), the
+// leader it hit, and why the round stalled, if it did.
+func (g *group) inject(f *fault, i int) (fault Instant, leaderName, stall string) {
 	g.ackVia.Store(int32(f.AckVia))
 	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
 	}
-	if g.anon.Swap(f.Anon) && !f.Anon {
-		// The last round's anonymous promises run for up to a renew deadline;
-		// a handover measured now would wait for them, as it must.
-		time.Sleep(sidecars.RenewDeadline)
+	g.anon.Store(f.Anon)
+	if f.Anon {
+		defer func() {
+			// The anonymous promises it got from the new leader lapse before
+			// the next round, whose handover they would otherwise hold up.
+			g.anon.Store(false)
+			time.Sleep(sidecars.RenewDeadline)
+		}()
 	}
-	stall, leaderName := "", "no leader"
-	var fault Instant
+	leaderName = "no leader"
 	leader, err := g.waitStable(20 * time.Second)
 	if err == nil {
 		leaderName = "leader " + leader.member.Name
-	}
-	if err == nil && leader.kind == sidecars.ClientGo && !f.ClientGo {
-		err = fmt.Errorf("the leader is a client-go elector; %s needs a baton leader", f.Name)
+		if leader.kind == sidecars.ClientGo && !f.ClientGo {
+			err = fmt.Errorf("the leader is a client-go elector; %s needs a baton leader", f.Name)
+		}
 	}
 	if err == nil {
 		if f.Anon {
@@ -284,73 +326,41 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	if err != nil {
 		stall = err.Error()
 	}
-	g.anon.Store(false)
-	to := Now()
-	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
-	answers, acks := g.rec.Snapshot()
-	res := Check(answers, acks, from, to)
-	g.rec.Prune(to.Add(-horizon))
+	return fault, leaderName, stall
+}
 
-	var handover time.Duration
-	var handed bool
-	if fault != 0 {
-		if handover, handed = Handover(answers, fault); handed {
-			r.handovers = append(r.handovers, handover)
-		}
-	}
+// add counts one round's findings into r and says whether the round failed.
+func (r *row) add(res Result, stall string) bool {
 	r.overlaps += len(res.Overlaps)
 	r.broken += len(res.Broken)
-	for _, o := range res.Overlaps {
-		r.worstOverlap = max(r.worstOverlap, o.Length)
-	}
-	for _, b := range res.Broken {
-		r.worstExcess = max(r.worstExcess, b.Excess)
-	}
 	bad := 0
 	for _, t := range res.Transitions {
 		if t.OK() {
 			r.tokensOK++
 		} else {
-			r.tokensBad++
 			bad++
 		}
 	}
+	r.tokensBad += bad
 	if stall != "" {
 		r.stalls++
 	}
+	return len(res.Overlaps)+len(res.Broken)+bad > 0 || stall != ""
+}
 
-	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
-	if handed {
-		line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
-	}
-	rate := sampleRate(answers, from, to)
-	r.rates = append(r.rates, rate)
-	line += fmt.Sprintf(", %d answers, %.0f Hz per surface", countSince(answers, from), rate)
-	if len(res.Overlaps)+len(res.Broken)+bad == 0 && stall == "" {
-		if os.Getenv("BATON_CHAOS_DUMP_ALL") != "" {
-			_ = dumpRound(filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name)), answers, acks, fault)
-		}
-		logf("%s, ok", line)
-		return
-	}
-	if g.h.failed.Add(1) <= maxDumps {
-		dump := filepath.Join(g.h.logDir, fmt.Sprintf("%s-round%d-%s.tsv", g.cfg.Name, i+1, f.Name))
-		if err := dumpRound(dump, answers, acks, fault); err != nil {
-			logf("  writing %s: %v", dump, err)
-		}
-		line += " (answers in " + dump + ")"
-	}
-	logf("%s, FAILED", line)
-	if stall != "" {
-		logf("  no recovery: %s", stall)
-	}
+// logFindings prints what a failed round found.
+func logFindings(res Result, fault Instant) {
 	for k, o := range res.Overlaps {
 		if k == 3 {
 			logf("  … %d overlaps in all", len(res.Overlaps))
 			break
 		}
-		logf("  overlap: %s and %s both leader %v after the fault, for %v more", o.A, o.B,
-			o.At.Sub(fault).Round(time.Millisecond), o.Length.Round(time.Millisecond))
+		length := "at one instant"
+		if o.Length > 0 {
+			length = "for " + roundMs(o.Length)
+		}
+		logf("  overlap: %s and %s both leader %v after the fault, %s", o.A, o.B,
+			o.At.Sub(fault).Round(time.Millisecond), length)
 	}
 	if len(res.Broken) > 0 {
 		worst := res.Broken[0]
@@ -440,7 +450,8 @@ func dumpRound(path string, answers []Answer, acks []Ack, fault Instant) error {
 			rel(a.Send), rel(a.Recv), a.IsLeader, a.SteppingDown, a.Token, a.Revision, a.ValidFor, rel(a.ValidUntil))
 	}
 	for _, a := range acks {
-		fmt.Fprintf(f, "%s\tack\t%s\t%s\t-\t%v\t-\t%d\t-\t-\t-\n", a.Member, a.Client, rel(a.At), a.Acknowledged, a.Token)
+		fmt.Fprintf(f, "%s\tack\t%s\t%s\t%s\t%v\t-\t%d\t-\t-\t-\n", a.Member, a.Client, rel(a.At), rel(a.Done),
+			a.Acknowledged, a.Token)
 	}
 	return f.Close()
 }

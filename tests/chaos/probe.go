@@ -352,6 +352,7 @@ func (p *probe) acknowledge(token int32) {
 		cancel()
 		ack.Acknowledged = err == nil && resp.GetAcknowledged()
 	}
+	ack.Done = Now()
 	if ack.Acknowledged {
 		p.ackOK.Add(1)
 	}

@@ -82,7 +82,6 @@ func handover(t *testing.T, members []*sidecars.Member, sig syscall.Signal) (tim
 	return time.Since(start), leader, before, after
 }
 
-
 func TestKillNineFailsOverAfterAboutOneLeaseDuration(t *testing.T) {
 	e := withWatch(t)
 	members := threeSidecars(e)
