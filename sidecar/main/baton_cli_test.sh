@@ -27,6 +27,14 @@ expect 2 "--retry-period × 1.2" \
   --lease-name=x --lease-namespace=ns --retry-period=9s
 expect 1 "Unknown command line flag" --lease-name=x --no-such-flag=1
 expect 2 "belong to \`baton leases\`" --lease-name=x --namespace=y
+expect 2 "belong to \`baton run -- CMD\`" --lease-name=x --restart=always
+expect 2 "unexpected argument" --lease-name=x stray
+expect 2 "baton run needs a command" run --lease-name=x --lease-namespace=ns
+expect 2 "--stop-grace=5s plus 200ms must be shorter than --renew-deadline" \
+  run --lease-name=x --lease-namespace=ns --lease-duration=3s --renew-deadline=1500ms \
+  --retry-period=250ms -- true
+expect 2 "--restart=sometimes" run --lease-name=x --lease-namespace=ns --restart=sometimes -- true
+expect 2 "--stop-signal=SIGNOPE" run --lease-name=x --lease-namespace=ns --stop-signal=SIGNOPE -- true
 expect 0 "baton " --version
 expect 2 "--output" leases --output=yaml
 exit $fail

@@ -4,6 +4,9 @@
 // SidecarConfig; then the Daemon runs until SIGTERM, SIGINT or SIGHUP. Exit codes: 0
 // after a clean shutdown, 2 for bad configuration (with a message naming the
 // flag), 1 when the sidecar cannot start (e.g. a port in use).
+//
+// `baton run [flags] -- CMD [ARGS...]` campaigns the same way and runs CMD
+// while leading (run_command.h, which also has its exit codes).
 #include <pthread.h>
 #include <unistd.h>
 
@@ -30,6 +33,8 @@
 #include "sidecar/kube/rest_config.h"
 #include "sidecar/main/config.h"
 #include "sidecar/main/daemon.h"
+#include "sidecar/main/run_command.h"
+#include "sidecar/run/run_policy.h"
 #include "sidecar/tools/leases_command.h"
 
 ABSL_FLAG(std::string, lease_name, "", "Name of the coordination.k8s.io/v1 Lease to hold. Required.");
@@ -64,6 +69,17 @@ ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
 ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
           "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
           "local servers. Keep terminationGracePeriodSeconds above twice this.");
+
+// `baton run` (sidecar/main/run_command.h); the election flags are shared.
+ABSL_FLAG(std::string, stop_signal, "SIGTERM",
+          "baton run: the signal that asks the command to stop (sent to its process group).");
+ABSL_FLAG(absl::Duration, stop_grace, absl::Seconds(5),
+          "baton run: time between the stop signal and SIGKILL of the command's process group. "
+          "Plus 200ms, it must be shorter than --renew-deadline − 1.2 × --retry-period.");
+ABSL_FLAG(std::string, restart, "on-failure",
+          "baton run: when the command exits on its own while leading: always, on-failure "
+          "(unless it exited 0) or never run it again. Not run again: baton releases the Lease "
+          "and exits with the command's code.");
 
 // `baton leases` (sidecar/tools/leases_command.h); --kubeconfig is shared.
 ABSL_FLAG(std::string, namespace, "",
@@ -175,6 +191,45 @@ absl::Status RejectLeasesFlags() {
   return absl::OkStatus();
 }
 
+// The `baton run` flags mean nothing to the sidecar: refused, like the
+// audit command's.
+absl::Status RejectRunFlags() {
+  if (absl::GetFlag(FLAGS_stop_signal) != "SIGTERM" ||
+      absl::GetFlag(FLAGS_stop_grace) != absl::Seconds(5) ||
+      absl::GetFlag(FLAGS_restart) != "on-failure") {
+    return absl::InvalidArgumentError(
+        "--stop-signal, --stop-grace and --restart belong to `baton run -- CMD`");
+  }
+  return absl::OkStatus();
+}
+
+// `baton run`'s own flags and the command, as the Runner's options (the
+// acknowledgement is wired by RunCommand). InvalidArgument naming the flag.
+absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<char*>& positional,
+                                                         const ElectionTiming& timing) {
+  run::Runner::Options options;
+  options.argv.assign(positional.begin() + 1, positional.end());
+  if (options.argv.empty()) {
+    return absl::InvalidArgumentError("baton run needs a command: baton run [flags] -- CMD [ARGS...]");
+  }
+  absl::StatusOr<run::RestartPolicy> restart = run::ParseRestartPolicy(absl::GetFlag(FLAGS_restart));
+  if (!restart.ok()) return restart.status();
+  absl::StatusOr<int> stop_signal = run::ParseStopSignal(absl::GetFlag(FLAGS_stop_signal));
+  if (!stop_signal.ok()) return stop_signal.status();
+  options.restart = *restart;
+  options.stop_signal = *stop_signal;
+  options.stop_grace = absl::GetFlag(FLAGS_stop_grace);
+  if (absl::Status s =
+          run::ValidateStopGrace(options.stop_grace, timing.renew_deadline, timing.retry_period);
+      !s.ok()) {
+    return s;
+  }
+  // A command that exits at once is not run again more often than the
+  // election itself retries.
+  options.restart_delay = timing.retry_period;
+  return options;
+}
+
 int Main(int argc, char** argv) {
   absl::FlagsUsageConfig usage;
   usage.version_string = [] { return absl::StrCat("baton ", kVersion, "\n"); };
@@ -183,16 +238,29 @@ int Main(int argc, char** argv) {
   };
   absl::SetFlagsUsageConfig(usage);
   if (argc > 1 && std::string_view(argv[1]) == "leases") return LeasesMain(argc, argv);
+  // `baton run ...`: parsed as if "run" were not there.
+  const bool run_mode = argc > 1 && std::string_view(argv[1]) == "run";
+  std::vector<char*> shifted(argv, argv + argc);
+  if (run_mode) shifted.erase(shifted.begin() + 1);
   absl::SetProgramUsageMessage(
       "leader-election sidecar: holds a coordination.k8s.io/v1 Lease for the "
       "application beside it and tells it, over localhost, whether it leads.\n"
       "  baton --lease-name=NAME [flags]      run the sidecar\n"
+      "  baton run --lease-name=NAME [flags] -- CMD [ARGS...]\n"
+      "                                      run CMD only while leading (docs/run.md)\n"
       "  baton leases [--namespace=NS | --all-namespaces] [--output=text|json]\n"
       "                                      audit Leases (see baton leases --help)\n"
       "Flags may be written with dashes or underscores (--lease-name, --lease_name).");
   std::vector<std::string> storage;
-  std::vector<char*> args = DashesToUnderscores(argc, argv, storage);
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  std::vector<char*> args =
+      DashesToUnderscores(static_cast<int>(shifted.size()), shifted.data(), storage);
+  const std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (!run_mode && positional.size() > 1) {
+    std::fprintf(stderr, "baton: unexpected argument %s (to run a command: baton run -- CMD)\n",
+                 positional[1]);
+    return 2;
+  }
 
   // Block the shutdown signals before any thread starts, so every thread
   // inherits the mask and only sigwait below receives them.
@@ -208,7 +276,13 @@ int Main(int argc, char** argv) {
 
   ConfigInputs inputs = InputsFromFlags();
   absl::Status flags_ok = RejectLeasesFlags();
+  if (flags_ok.ok() && !run_mode) flags_ok = RejectRunFlags();
   if (flags_ok.ok()) flags_ok = ValidateFlags(inputs);
+  absl::StatusOr<run::Runner::Options> run_options;
+  if (flags_ok.ok() && run_mode) {
+    run_options = RunOptionsFromFlags(positional, inputs.timing);
+    flags_ok = run_options.status();
+  }
   if (absl::Status s = flags_ok; !s.ok()) {
     std::fprintf(stderr, "baton: %s\n", std::string(s.message()).c_str());
     return 2;
@@ -242,6 +316,9 @@ int Main(int argc, char** argv) {
                absl::FormatDuration(config->timing.retry_period),
                absl::FormatDuration(config->api_timeout));
 
+  if (run_mode) {
+    return RunCommand(*config, *std::move(rest), *std::move(run_options), shutdown_signals);
+  }
   absl::StatusOr<std::unique_ptr<Daemon>> daemon = Daemon::Start(*config, *std::move(rest));
   if (!daemon.ok()) {
     spdlog::error("event=start_failed error={} next=exit", LogValue(daemon.status().ToString()));

@@ -72,9 +72,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   api_context_.hooks.readiness = [this] { return Readiness(); };
   api_context_.hooks.resign = [this] { return Resign(); };
   api_context_.hooks.acknowledge = [this](std::string_view client_id, int64_t token) {
-    const bool acknowledged = publisher_.Acknowledge(client_id, token);
-    if (acknowledged) loop_->PromisesChanged();
-    return acknowledged;
+    return Acknowledge(client_id, token);
   };
 
   // Servers first: a port already in use should stop the sidecar before it
@@ -161,6 +159,12 @@ absl::Status Daemon::Readiness() const {
         absl::StrCat("no answer from the API server for over ", absl::FormatDuration(limit)));
   }
   return absl::OkStatus();
+}
+
+bool Daemon::Acknowledge(std::string_view client_id, int64_t token) {
+  const bool acknowledged = publisher_.Acknowledge(client_id, token);
+  if (acknowledged) loop_->PromisesChanged();
+  return acknowledged;
 }
 
 absl::Status Daemon::Resign() {

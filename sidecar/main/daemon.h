@@ -18,8 +18,10 @@
 #ifndef BATON_SIDECAR_MAIN_DAEMON_H_
 #define BATON_SIDECAR_MAIN_DAEMON_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -54,6 +56,15 @@ class Daemon {
   // Shuts down in the order above; the release and the closing of the servers
   // each get up to `grace`. Blocks. Idempotent.
   void Stop(absl::Duration grace);
+
+  // The leadership this sidecar publishes, for an in-process application
+  // (`baton run`): answer through it like the local API does. Thread-safe.
+  LeadershipPublisher* publisher() { return &publisher_; }
+  Clock* clock() const { return clock_; }
+  // The client `client_id` has stopped acting on term `token`: what POST
+  // /leader/ack does (LeadershipPublisher::Acknowledge, then
+  // ElectionLoop::PromisesChanged). Thread-safe.
+  bool Acknowledge(std::string_view client_id, int64_t token);
 
  private:
   // Feeds election events into the metrics.

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"baton/tests/internal/cptest"
+	"baton/tests/internal/netfault"
 	"baton/tests/internal/sidecars"
 )
 
@@ -46,7 +47,7 @@ type slot struct {
 	sa         string
 	tokenFile  string
 	kubeconfig string // points at proxy and reads tokenFile
-	proxy      *Proxy
+	proxy      *netfault.Proxy
 	gen        int
 	member     *sidecars.Member
 	probe      *probe
@@ -121,7 +122,7 @@ func (g *group) newSlot(i int, kind sidecars.Kind, sa string) (*slot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.proxy, err = NewProxy(server.Host); err != nil {
+	if s.proxy, err = netfault.NewProxy(server.Host); err != nil {
 		return nil, err
 	}
 	if err := writeFileAtomically(s.tokenFile, []byte(user.Token)); err != nil {

@@ -160,6 +160,29 @@ func TestKustomizeExamplesAreAcceptedByTheAPIServer(t *testing.T) {
 	}
 }
 
+// TestRunExampleIsAcceptedByTheAPIServer: deploy/examples/run, the
+// singleton command under `baton run`, as the API server stores it: baton
+// is the container's process, its Lease is the one the Role names, and the
+// grace period covers the stop grace plus the release and the servers.
+func TestRunExampleIsAcceptedByTheAPIServer(t *testing.T) {
+	ns := cp.Namespace(t, "kustomize")
+	applyServerSide(t, kustomizeIn(t, "deploy/examples/run", ns, ""))
+	d := getDeployment(t, ns, "singleton-job")
+	pod := d.Spec.Template.Spec
+	job := findContainer(pod.Containers, "job")
+	if job == nil {
+		t.Fatalf("no container job in %+v", pod.Containers)
+	}
+	if len(job.Args) == 0 || job.Args[0] != "run" || !slices.Contains(job.Args, "--") ||
+		!slices.Contains(job.Args, "--lease-name=singleton-job") || !slices.Contains(job.Args, "--stop-grace=5s") {
+		t.Errorf("args %q, want run --lease-name=singleton-job --stop-grace=5s ... -- CMD", job.Args)
+	}
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 15 {
+		t.Errorf("terminationGracePeriodSeconds %v, want at least 15 (--stop-grace plus 2 × --shutdown-grace)", g)
+	}
+	checkRoleNamesLease(t, ns, "baton", "singleton-job")
+}
+
 // checkRoleNamesLease: the Role's resourceNames is the sidecar's --lease-name,
 // or the sidecar would be refused its own Lease.
 func checkRoleNamesLease(t *testing.T, ns, role, lease string) {

@@ -63,8 +63,10 @@ type Spec struct {
 	Binary   string // BatonBinaryPath or BuildGoElector
 	Name     string // holder identity
 	Election Election
-	LogDir   string   // the process writes LogDir/Name.log
-	Args     []string // more flags, after the common ones
+	LogDir   string // the process writes LogDir/Name.log
+	// A baton subcommand before every flag ("run"); empty for the sidecar.
+	Subcommand string
+	Args       []string // more flags, after the common ones
 }
 
 // State is what GET /leader answers (the fields the tests read).
@@ -182,6 +184,9 @@ func Start(spec Spec) (*Member, error) {
 		}
 		args = append(args, "--grpc-addr="+m.GRPCAddr)
 	}
+	if spec.Subcommand != "" {
+		args = append([]string{spec.Subcommand}, args...)
+	}
 	logFile, err := os.Create(m.logPath)
 	if err != nil {
 		return nil, err
@@ -288,6 +293,16 @@ func (m *Member) Signal(sig syscall.Signal) { _ = m.cmd.Process.Signal(sig) }
 
 // Done is closed once m's process has exited.
 func (m *Member) Done() <-chan struct{} { return m.done }
+
+// ExitCode is the exit code of m's process once Done is closed (-1 if a
+// signal ended it).
+func (m *Member) ExitCode() int {
+	<-m.done
+	return m.cmd.ProcessState.ExitCode()
+}
+
+// Pid is m's process id.
+func (m *Member) Pid() int { return m.cmd.Process.Pid }
 
 // Exited says whether m's process has exited.
 func (m *Member) Exited() bool {

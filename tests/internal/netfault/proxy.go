@@ -1,4 +1,6 @@
-package main
+// Package netfault cuts or slows one process's TCP link to the API server:
+// the fault harness (bench/chaos) and the `baton run` tests share it.
+package netfault
 
 import (
 	"io"
