@@ -27,6 +27,6 @@ expect 2 "--retry-period × 1.2" \
   --lease-name=x --lease-namespace=ns --retry-period=9s
 expect 1 "Unknown command line flag" --lease-name=x --no-such-flag=1
 expect 2 "belong to \`baton leases\`" --lease-name=x --namespace=y
-expect 0 "baton " --version
+expect 0 "(commit " --version
 expect 2 "--output" leases --output=yaml
 exit $fail
