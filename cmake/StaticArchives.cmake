@@ -5,8 +5,9 @@
 # *_USE_STATIC_LIBS switch (Protobuf, OpenSSL, Boost) are switched before
 # find_package; this handles the CONFIG packages, which name their .so files.
 #
-# Every target then links the archives (and gRPC's unsecure variants, below); only bin/baton adds -static (see
-# sidecar/main/CMakeLists.txt), so the tests stay ordinary executables.
+# Every target then links the archives (and gRPC's unsecure variants, below);
+# only bin/baton and api_bench_server add -static (BATON_STATIC_LINK_OPTIONS),
+# so the tests stay ordinary executables on the shared glibc.
 function(baton_prefer_static_archives)
   get_directory_property(imported IMPORTED_TARGETS)
   foreach(target IN LISTS imported)
