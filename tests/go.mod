@@ -6,6 +6,7 @@ godebug default=go1.26
 
 require (
 	go.etcd.io/etcd/server/v3 v3.7.0
+	golang.org/x/mod v0.41.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2

@@ -35,6 +35,6 @@ expect 2 "--stop-grace=5s plus 200ms must be shorter than --renew-deadline" \
   --retry-period=250ms -- true
 expect 2 "--restart=sometimes" run --lease-name=x --lease-namespace=ns --restart=sometimes -- true
 expect 2 "--stop-signal=SIGNOPE" run --lease-name=x --lease-namespace=ns --stop-signal=SIGNOPE -- true
-expect 0 "baton " --version
+expect 0 "(commit " --version
 expect 2 "--output" leases --output=yaml
 exit $fail

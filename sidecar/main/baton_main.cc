@@ -27,6 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "sidecar/common/build_info.h"
 #include "sidecar/common/log.h"
 #include "sidecar/common/version.h"
 #include "sidecar/kube/kubeconfig.h"
@@ -232,7 +233,9 @@ absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<char*
 
 int Main(int argc, char** argv) {
   absl::FlagsUsageConfig usage;
-  usage.version_string = [] { return absl::StrCat("baton ", kVersion, "\n"); };
+  usage.version_string = [] {
+    return absl::StrCat("baton ", kVersion, " (commit ", kCommit, ")\n");
+  };
   usage.contains_help_flags = [](absl::string_view path) {
     return absl::StrContains(path, "sidecar/main/");
   };

@@ -3,7 +3,7 @@
 // the RBAC they grant, checked as the ServiceAccount itself; a baton sidecar
 // running with that ServiceAccount's token; the `baton leases` audit
 // command; and the Dockerfile's runtime stage against what the built binary
-// links.
+// needs.
 package deploy
 
 import (
