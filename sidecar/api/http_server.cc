@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
@@ -18,10 +19,9 @@
 #include "boost/beast/core/error.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/read_size.hpp"
-#include "boost/beast/http/error.hpp"
-#include "boost/beast/http/parser.hpp"
 #include "boost/beast/http/read.hpp"
 #include "boost/beast/http/write.hpp"
+#include "sidecar/api/http_request_reader.h"
 #include "sidecar/common/log.h"
 
 namespace baton {
@@ -46,36 +46,6 @@ int64_t SteadyNowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// The answer to a request Beast could not read, or nullopt when there is no
-// one to answer (peer gone, timed out, cancelled): then just close.
-struct ReadErrorAnswer {
-  http::status status;
-  std::string reason;
-};
-std::optional<ReadErrorAnswer> AnswerForReadError(
-    const error_code& ec, const http::request_parser<http::string_body>& parser) {
-  if (ec == http::error::header_limit) {
-    return ReadErrorAnswer{http::status::request_header_fields_too_large,
-                           "request header too large"};
-  }
-  if (ec == http::error::body_limit) {
-    return ReadErrorAnswer{http::status::payload_too_large, "request body too large"};
-  }
-  if (ec == http::error::buffer_overflow) {
-    if (parser.is_header_done()) {
-      return ReadErrorAnswer{http::status::payload_too_large, "request body too large"};
-    }
-    return ReadErrorAnswer{http::status::request_header_fields_too_large,
-                           "request header too large"};
-  }
-  // end_of_stream and partial_message mean the client went away.
-  if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
-      ec != http::error::end_of_stream && ec != http::error::partial_message) {
-    return ReadErrorAnswer{http::status::bad_request, absl::StrCat("bad request: ", ec.message())};
-  }
-  return std::nullopt;
 }
 
 absl::Status ParseAddress(const std::string& address, net::ip::address* ip, uint16_t* port) {
@@ -168,8 +138,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void ReadRequest() {
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(options_.max_header_bytes));
-    parser_->body_limit(options_.max_body_bytes);
+    LimitRequestParser(options_.max_header_bytes, options_.max_body_bytes, *parser_);
     stream_.expires_after(ToChrono(options_.request_timeout));
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
@@ -177,13 +146,12 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void OnRead(error_code ec, size_t) {
     if (ec) {
-      std::optional<ReadErrorAnswer> answer = AnswerForReadError(ec, *parser_);
+      std::optional<HttpRouter::Response> answer = AnswerForReadError(ec, *parser_);
       if (!answer) return CloseNow();
+      response_ = *std::move(answer);
       spdlog::debug("event=http_bad_request status={} reason={} action=answer_and_close",
-                    static_cast<int>(answer->status), LogValue(answer->reason));
-      // The request line may not have been parsed; answer 1.0 or 1.1 only.
-      const unsigned version = parser_->get().version() == 10 ? 10 : 11;
-      response_ = HttpRouter::Error(answer->status, answer->reason, version);
+                    response_.result_int(),
+                    LogValue(std::string(absl::StripTrailingAsciiWhitespace(response_.body()))));
       server_->context_->metrics->ObserveHttpRequest("other", response_.result_int());
       return Write();
     }
@@ -231,7 +199,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   const HttpServerOptions& options_;
   beast::basic_stream<tcp, Strand> stream_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<HttpRequestParser> parser_;
   HttpRouter::Response response_;
   bool draining_ = false;
   // Waiting for the first byte of a request (strand only).
