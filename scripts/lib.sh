@@ -1,8 +1,10 @@
+# shellcheck shell=bash
 # Shared helpers for baton's scripts: paths, toolchain setup and installs.
 # Source it; it defines functions and variables and changes nothing else.
 
 BATON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BATON_BUILD=${BATON_BUILD:-$BATON_ROOT/build}
+# shellcheck disable=SC2034  # used by the scripts that source this file
 CONTROLPLANE_BIN=$BATON_BUILD/controlplane/bin
 
 # Go, pip and ccache keep their caches under $HOME; a CI runner may start
