@@ -15,6 +15,10 @@
 // made inside the library while a thread waits (Abseil evaluating
 // Conditions, which read guarded state under the mutex on the waiter's
 // behalf) are not checked, as in an instrumented build.
+//
+// Abseil's runtime deadlock detector (Debian builds it in; bin/baton turns it
+// off) keeps its lock graph under an internal SpinLock that TSan cannot see
+// either, so it is turned off here as well.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -52,7 +56,6 @@ Fn Real(const char* symbol) {
 
 void* Key(const void* p) { return const_cast<void*>(p); }
 
-
 // Runs `fn` (a call into the library that may evaluate Conditions) without
 // TSan checking the accesses it makes.
 template <typename F>
@@ -62,6 +65,20 @@ auto Unchecked(F fn) {
   __tsan_ignore_thread_end();
   return result;
 }
+
+}  // namespace
+
+// Accesses that uninstrumented libraries (gRPC, Abseil, Boost's compiled
+// parts) make through intercepted calls such as memcpy, free or sendmsg are
+// ordered by synchronization TSan cannot see; do not report them.
+extern "C" const char* __tsan_default_options() { return "ignore_noninstrumented_modules=1"; }
+
+namespace {
+
+const bool kDeadlockDetectionOff = [] {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  return true;
+}();
 
 }  // namespace
 
