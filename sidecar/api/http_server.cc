@@ -152,7 +152,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
       spdlog::debug("event=http_bad_request status={} reason={} action=answer_and_close",
                     response_.result_int(),
                     LogValue(std::string(absl::StripTrailingAsciiWhitespace(response_.body()))));
-      server_->context_->metrics->ObserveHttpRequest("other", response_.result_int());
+      server_->context_->metrics->ObserveHttpRequest("other",
+                                                     static_cast<int>(response_.result_int()));
       return Write();
     }
     response_ = server_->router_.Handle(parser_->get());

@@ -60,9 +60,9 @@ struct HttpServerOptions {
   // Kernel accept queue length (capped by net.core.somaxconn).
   int listen_backlog = 1024;
   // Request line plus headers; beyond it: 431.
-  size_t max_header_bytes = 8 * 1024;
+  size_t max_header_bytes = size_t{8} * 1024;
   // Request body (only POST /resign takes one, and ignores it); beyond it: 413.
-  size_t max_body_bytes = 4 * 1024;
+  size_t max_body_bytes = size_t{4} * 1024;
   // How long a keep-alive connection may wait for its next request.
   absl::Duration idle_timeout = absl::Seconds(60);
   // From the first byte of a request until it is completely read.

@@ -27,7 +27,7 @@ LeaseWatcher::LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, s
       name_(std::move(name)),
       on_record_(std::move(on_record)),
       on_status_(std::move(on_status)),
-      options_(options) {}
+      options_(std::move(options)) {}
 
 LeaseWatcher::~LeaseWatcher() { Stop(); }
 
@@ -43,7 +43,7 @@ void LeaseWatcher::Stop() {
 
 bool LeaseWatcher::Wait(absl::Duration d) { return !stop_.WaitForNotificationWithTimeout(d); }
 
-void LeaseWatcher::Deliver(std::optional<LeaseRecord> record) {
+void LeaseWatcher::Deliver(const std::optional<LeaseRecord>& record) {
   if (last_delivered_.has_value() && *last_delivered_ == record) return;
   last_delivered_ = record;
   if (on_record_) on_record_(record);

@@ -89,7 +89,7 @@ class LeaseWatcher {
   // server ends the stream; FailedPrecondition when `rv` has expired.
   absl::Status WatchOnce(std::string& rv, bool& opened);
   absl::Status HandleEvent(absl::string_view line, std::string& rv);
-  void Deliver(std::optional<LeaseRecord> record);
+  void Deliver(const std::optional<LeaseRecord>& record);
   void Report(const absl::Status& status);
   // Waits `d` unless stopped first; false if stopped.
   bool Wait(absl::Duration d);
