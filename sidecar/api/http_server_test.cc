@@ -315,7 +315,7 @@ TEST_F(HttpServerTest, HugeBodiesGet413) {
   env_.context.hooks.resign = [] { return absl::OkStatus(); };
   RawHttpConnection conn(server_->port());
   std::string request = "POST /resign HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n";
-  request += std::string(64 * 1024, 'b');
+  request += std::string(size_t{64} * 1024, 'b');
   std::optional<HttpResponse> res = conn.RoundTrip(request);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), http::status::payload_too_large);
