@@ -25,7 +25,13 @@ absl::Status ErrorEventStatus(const boost::json::value* object) {
     body = boost::json::serialize(*object);
   }
   if (code == 0) code = 500;
-  return StatusFromResponse(ApiVerb::kWatch, "watch ERROR event", static_cast<int>(code), body);
+  absl::Status status =
+      StatusFromResponse(ApiVerb::kWatch, "watch ERROR event", static_cast<int>(code), body);
+  // An ERROR event always ends the watch, whatever code it claims.
+  if (status.ok()) {
+    return absl::InternalError(absl::StrCat("watch ERROR event with code ", code, ": ", body));
+  }
+  return status;
 }
 
 }  // namespace

@@ -51,9 +51,10 @@ struct WatchEvent {
 };
 
 // Decodes one line. An ERROR event is returned as its status (mapped as in
-// api_errors.h, e.g. FailedPrecondition for 410 Gone); a line that is not an
-// event, an event without an object, or an ADDED/MODIFIED Lease that
-// LeaseRecordFromJson refuses is InternalError.
+// api_errors.h, e.g. FailedPrecondition for 410 Gone; InternalError when its
+// code is not an error's); a line that is not an event, an event without an
+// object, or an ADDED/MODIFIED Lease that LeaseRecordFromJson refuses is
+// InternalError.
 absl::StatusOr<WatchEvent> DecodeWatchEvent(absl::string_view line);
 
 }  // namespace baton::kube

@@ -88,6 +88,12 @@ TEST(DecodeWatchEventTest, ErrorEventsBecomeTheirStatus) {
   EXPECT_EQ(gone.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST(DecodeWatchEventTest, AnErrorEventIsAnErrorWhateverCodeItClaims) {
+  absl::StatusOr<WatchEvent> e =
+      DecodeWatchEvent(R"({"type":"ERROR","object":{"kind":"Status","code":200}})");
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInternal);
+}
+
 TEST(DecodeWatchEventTest, MalformedEventsAreInternal) {
   for (const char* line : {"not json", "[]", R"({"type":1})", R"({"type":"ADDED"})",
                            R"({"type":"ADDED","object":{"spec":{"leaseTransitions":"x"}}})"}) {
