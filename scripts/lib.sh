@@ -1,8 +1,10 @@
+# shellcheck shell=bash
 # Shared helpers for baton's scripts: paths, toolchain setup and installs.
 # Source it; it defines functions and variables and changes nothing else.
 
 BATON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BATON_BUILD=${BATON_BUILD:-$BATON_ROOT/build}
+# shellcheck disable=SC2034  # used by the scripts that source this file
 CONTROLPLANE_BIN=$BATON_BUILD/controlplane/bin
 
 # Go, pip and ccache keep their caches under $HOME; a CI runner may start
@@ -27,6 +29,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 # Debian packages the C++ build and the tests need.
 BATON_APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config clang-14 clang-tidy-14 clang-format-14
+  libclang-rt-14-dev shellcheck
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost1.81-dev libboost-json1.81-dev libssl-dev
   libgtest-dev libgmock-dev libspdlog-dev libyaml-cpp-dev

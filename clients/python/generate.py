@@ -9,7 +9,6 @@ The stubs are committed: installing the package needs no code generator.
 """
 import os
 import re
-import shutil
 import sys
 import tempfile
 

@@ -45,10 +45,12 @@ TEST(FanOutWorkersTest, ConcurrentRunsAreSerialized) {
   FanOutWorkers workers(2, 1);
   std::atomic<int> total{0};
   std::vector<std::thread> callers;
+  callers.reserve(4);
   for (int c = 0; c < 4; ++c) {
     callers.emplace_back([&] {
-      for (int round = 0; round < 50; ++round)
+      for (int round = 0; round < 50; ++round) {
         workers.Run(100, [&](size_t) { total.fetch_add(1); });
+      }
     });
   }
   for (auto& t : callers) t.join();

@@ -183,7 +183,8 @@ Response HttpRouter::Handle(const Request& request) const {
   res.prepare_payload();
   // HEAD: the GET answer's headers, Content-Length included, without a body.
   if (head) res.body().clear();
-  context_->metrics->ObserveHttpRequest(route ? route->path : "other", res.result_int());
+  context_->metrics->ObserveHttpRequest(route ? route->path : "other",
+                                        static_cast<int>(res.result_int()));
   return res;
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
@@ -18,10 +19,9 @@
 #include "boost/beast/core/error.hpp"
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/core/read_size.hpp"
-#include "boost/beast/http/error.hpp"
-#include "boost/beast/http/parser.hpp"
 #include "boost/beast/http/read.hpp"
 #include "boost/beast/http/write.hpp"
+#include "sidecar/api/http_request_reader.h"
 #include "sidecar/common/log.h"
 
 namespace baton {
@@ -46,36 +46,6 @@ int64_t SteadyNowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-// The answer to a request Beast could not read, or nullopt when there is no
-// one to answer (peer gone, timed out, cancelled): then just close.
-struct ReadErrorAnswer {
-  http::status status;
-  std::string reason;
-};
-std::optional<ReadErrorAnswer> AnswerForReadError(
-    const error_code& ec, const http::request_parser<http::string_body>& parser) {
-  if (ec == http::error::header_limit) {
-    return ReadErrorAnswer{http::status::request_header_fields_too_large,
-                           "request header too large"};
-  }
-  if (ec == http::error::body_limit) {
-    return ReadErrorAnswer{http::status::payload_too_large, "request body too large"};
-  }
-  if (ec == http::error::buffer_overflow) {
-    if (parser.is_header_done()) {
-      return ReadErrorAnswer{http::status::payload_too_large, "request body too large"};
-    }
-    return ReadErrorAnswer{http::status::request_header_fields_too_large,
-                           "request header too large"};
-  }
-  // end_of_stream and partial_message mean the client went away.
-  if (ec.category() == http::make_error_code(http::error::bad_method).category() &&
-      ec != http::error::end_of_stream && ec != http::error::partial_message) {
-    return ReadErrorAnswer{http::status::bad_request, absl::StrCat("bad request: ", ec.message())};
-  }
-  return std::nullopt;
 }
 
 absl::Status ParseAddress(const std::string& address, net::ip::address* ip, uint16_t* port) {
@@ -112,7 +82,8 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
       : server_(server),
         options_(server->options_),
         stream_(std::move(socket)),
-        buffer_(options_.max_header_bytes + options_.max_body_bytes) {
+        buffer_(options_.max_header_bytes + options_.max_body_bytes),
+        waiting_since_(SteadyNowNanos()) {
     server_->context_->metrics->AddHttpConnections(1);
   }
 
@@ -137,37 +108,37 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   void Drain() {
     net::post(stream_.get_executor(), [self = shared_from_this()] {
       self->draining_ = true;
-      if (self->IdleSinceNanos() != 0) self->CloseNow();
+      if (self->idle_) self->CloseNow();
     });
   }
 
-  // When this connection started waiting for its next request (steady clock,
-  // ns); 0 while a request is being read or answered. Any thread.
-  int64_t IdleSinceNanos() const { return idle_since_.load(std::memory_order_relaxed); }
+  // When this connection began waiting for its current request: when it was
+  // accepted, or when its previous answer was written (steady clock, ns).
+  // Not reset by bytes arriving, so a client trickling a request ages like
+  // an idle one. Any thread.
+  int64_t WaitingSinceNanos() const { return waiting_since_.load(std::memory_order_relaxed); }
 
  private:
   void AwaitRequest() {
     if (draining_) return CloseNow();
     // Pipelined bytes are already here: that request has begun.
     if (buffer_.size() > 0) return ReadRequest();
-    idle_since_.store(SteadyNowNanos(), std::memory_order_relaxed);
+    idle_ = true;
     stream_.expires_after(ToChrono(options_.idle_timeout));
     stream_.async_read_some(buffer_.prepare(beast::read_size(buffer_, kReadChunk)),
                             beast::bind_front_handler(&Session::OnFirstBytes, shared_from_this()));
   }
 
   void OnFirstBytes(error_code ec, size_t bytes) {
-    idle_since_.store(0, std::memory_order_relaxed);
+    idle_ = false;
     if (ec) return CloseNow();  // idle timeout, peer closed, or drained
     buffer_.commit(bytes);
     ReadRequest();
   }
 
   void ReadRequest() {
-    idle_since_.store(0, std::memory_order_relaxed);
     parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(options_.max_header_bytes));
-    parser_->body_limit(options_.max_body_bytes);
+    LimitRequestParser(options_.max_header_bytes, options_.max_body_bytes, *parser_);
     stream_.expires_after(ToChrono(options_.request_timeout));
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&Session::OnRead, shared_from_this()));
@@ -175,14 +146,14 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void OnRead(error_code ec, size_t) {
     if (ec) {
-      std::optional<ReadErrorAnswer> answer = AnswerForReadError(ec, *parser_);
+      std::optional<HttpRouter::Response> answer = AnswerForReadError(ec, *parser_);
       if (!answer) return CloseNow();
+      response_ = *std::move(answer);
       spdlog::debug("event=http_bad_request status={} reason={} action=answer_and_close",
-                    static_cast<int>(answer->status), LogValue(answer->reason));
-      // The request line may not have been parsed; answer 1.0 or 1.1 only.
-      const unsigned version = parser_->get().version() == 10 ? 10 : 11;
-      response_ = HttpRouter::Error(answer->status, answer->reason, version);
-      server_->context_->metrics->ObserveHttpRequest("other", response_.result_int());
+                    response_.result_int(),
+                    LogValue(std::string(absl::StripTrailingAsciiWhitespace(response_.body()))));
+      server_->context_->metrics->ObserveHttpRequest("other",
+                                                     static_cast<int>(response_.result_int()));
       return Write();
     }
     response_ = server_->router_.Handle(parser_->get());
@@ -198,7 +169,10 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void OnWrite(error_code ec, size_t) {
     if (ec) return CloseNow();
-    if (response_.keep_alive()) return AwaitRequest();
+    if (response_.keep_alive()) {
+      waiting_since_.store(SteadyNowNanos(), std::memory_order_relaxed);
+      return AwaitRequest();
+    }
     // Half-close, then read and drop whatever the client still sends, so a
     // client that is mid-way through an oversized request reads our answer
     // instead of a reset.
@@ -218,7 +192,7 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   }
 
   void CloseNow() {
-    idle_since_.store(0, std::memory_order_relaxed);
+    idle_ = false;
     stream_.close();
   }
 
@@ -226,10 +200,12 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   const HttpServerOptions& options_;
   beast::basic_stream<tcp, Strand> stream_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<HttpRequestParser> parser_;
   HttpRouter::Response response_;
   bool draining_ = false;
-  std::atomic<int64_t> idle_since_{0};
+  // Waiting for the first byte of a request (strand only).
+  bool idle_ = false;
+  std::atomic<int64_t> waiting_since_;
 };
 
 HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
@@ -320,21 +296,26 @@ void HttpServer::Admit(Socket socket) {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;  // `socket` closes as it goes out of scope
     if (sessions_.size() >= static_cast<size_t>(options_.max_connections)) {
+      // The victim leaves the table now, before its strand closes it, so
+      // each eviction frees exactly one slot and no connection is picked
+      // twice. A session already being destroyed has freed its slot.
+      const Session* victim_key = nullptr;
       int64_t oldest = 0;
       for (const auto& [key, weak] : sessions_) {
         std::shared_ptr<Session> candidate = weak.lock();
-        if (!candidate) continue;
-        const int64_t idle_since = candidate->IdleSinceNanos();
-        if (idle_since != 0 && (oldest == 0 || idle_since < oldest)) {
-          oldest = idle_since;
+        if (!candidate) {
+          victim_key = key;
+          victim.reset();
+          break;
+        }
+        const int64_t since = candidate->WaitingSinceNanos();
+        if (victim_key == nullptr || since < oldest) {
+          victim_key = key;
+          oldest = since;
           victim = std::move(candidate);
         }
       }
-      if (!victim) {
-        spdlog::debug("event=http_connection_rejected reason=max_connections limit={}",
-                      options_.max_connections);
-        return;
-      }
+      sessions_.erase(victim_key);
     }
     session = std::make_shared<Session>(this, std::move(socket));
     sessions_.emplace(session.get(), session);

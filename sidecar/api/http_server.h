@@ -14,10 +14,13 @@
 //  * header and body sizes: beyond them the client gets 431 or 413 and the
 //    connection is closed; a malformed request gets 400; a timed-out one is
 //    closed;
-//  * connections: at max_connections, a new connection evicts the connection
-//    that has been idle (between requests) the longest, so idle clients can
-//    never lock out a new one; if none is idle, the new connection is closed
-//    at once.
+//  * connections: at max_connections, a new connection evicts the one that
+//    has gone longest without completing a request — whether it is idle
+//    between requests, stuck part-way through one, or not reading its
+//    answer — measured from its accept or from the end of its previous
+//    answer. No set of clients can hold every slot: a well-behaved client,
+//    which finishes a request within moments of connecting, is evicted only
+//    if max_connections other connections arrive in those moments.
 // Each connection runs on its own strand; requests on one connection are
 // answered in order (pipelining works). Errors are error_code values; no
 // exception escapes a handler.
@@ -51,14 +54,15 @@ struct HttpServerOptions {
   // Threads running the server's event loop. One serves tens of thousands of
   // requests per second; the sidecar shares its CPU with the application.
   int threads = 1;
-  // Open connections beyond which the longest-idle one is evicted.
+  // Open connections beyond which the one that has waited longest for its
+  // client is evicted.
   int max_connections = 512;
   // Kernel accept queue length (capped by net.core.somaxconn).
   int listen_backlog = 1024;
   // Request line plus headers; beyond it: 431.
-  size_t max_header_bytes = 8 * 1024;
+  size_t max_header_bytes = size_t{8} * 1024;
   // Request body (only POST /resign takes one, and ignores it); beyond it: 413.
-  size_t max_body_bytes = 4 * 1024;
+  size_t max_body_bytes = size_t{4} * 1024;
   // How long a keep-alive connection may wait for its next request.
   absl::Duration idle_timeout = absl::Seconds(60);
   // From the first byte of a request until it is completely read.
@@ -109,7 +113,7 @@ class HttpServer {
 
   void Accept();
   void OnAccept(boost::system::error_code ec, Socket socket);
-  // Registers a new connection, evicting the longest-idle one at the limit.
+  // Registers a new connection, evicting the longest-waiting one at the limit.
   void Admit(Socket socket);
   void Forget(const Session* session);
 

@@ -94,8 +94,9 @@ void Metrics::Observe(HistogramFamily& family, std::string key, absl::Duration l
   const double seconds = absl::ToDoubleSeconds(latency);
   auto bound =
       std::lower_bound(options_.latency_buckets.begin(), options_.latency_buckets.end(), seconds);
-  if (bound != options_.latency_buckets.end())
+  if (bound != options_.latency_buckets.end()) {
     ++h.buckets[bound - options_.latency_buckets.begin()];
+  }
   ++h.count;
   h.sum += seconds;
 }

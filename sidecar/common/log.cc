@@ -1,7 +1,9 @@
 #include "sidecar/common/log.h"
 
+#include <algorithm>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "spdlog/sinks/stdout_sinks.h"
 
 namespace baton {
@@ -16,11 +18,36 @@ void InitLogging(spdlog::level::level_enum level) {
 }
 
 std::string LogValue(std::string_view v) {
-  if (!v.empty() && v.find_first_of(" \"=\t\n") == std::string_view::npos) return std::string(v);
+  auto is_control = [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  };
+  auto plain = [&](char c) { return c != ' ' && c != '"' && c != '=' && !is_control(c); };
+  if (!v.empty() && std::all_of(v.begin(), v.end(), plain)) return std::string(v);
   std::string out = "\"";
   for (char c : v) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += (c == '\n') ? ' ' : c;
+    switch (c) {
+      case '"':
+      case '\\':
+        out += '\\';
+        out += c;
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (is_control(c)) {
+          absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+        } else {
+          out += c;
+        }
+    }
   }
   out += '"';
   return out;

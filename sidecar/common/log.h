@@ -18,8 +18,10 @@ namespace baton {
 // Installs the stderr logger with baton's line format. Call once from main.
 void InitLogging(spdlog::level::level_enum level = spdlog::level::info);
 
-// Quotes a value for a key=value line when it is empty or has spaces, quotes
-// or '='; returns it unchanged otherwise.
+// Quotes a value for a key=value line when it is empty or has spaces, quotes,
+// '=' or control characters, escaping quotes and backslashes with '\\' and
+// control characters as \n, \r, \t or \xNN, so no value can end the line or
+// rewrite it on a terminal; returns it unchanged otherwise.
 std::string LogValue(std::string_view v);
 
 }  // namespace baton

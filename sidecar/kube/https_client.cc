@@ -205,7 +205,7 @@ absl::Status HttpsClient::Dial(Deadline deadline) {
         tcp::endpoint(asio::ip::make_address(options_.host, ec), port_), options_.host,
         options_.port);
   } else {
-    IoResult r = Await(deadline, [&](Done done) {
+    IoResult r = Await(deadline, [&](const Done& done) {
       resolver_.async_resolve(options_.host, options_.port,
                               [&endpoints, done](error_code ec, tcp::resolver::results_type res) {
                                 endpoints = std::move(res);
@@ -216,7 +216,7 @@ absl::Status HttpsClient::Dial(Deadline deadline) {
   }
 
   stream_.emplace(ioc_, ssl_ctx_);
-  IoResult r = Await(deadline, [&](Done done) {
+  IoResult r = Await(deadline, [&](const Done& done) {
     asio::async_connect(stream_->next_layer(), endpoints,
                         [done](error_code ec, const tcp::endpoint&) { done(ec); });
   });
@@ -239,12 +239,12 @@ absl::Status HttpsClient::Dial(Deadline deadline) {
     SSL_set_tlsext_host_name(ssl, name.c_str());
     X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
   }
-  r = Await(deadline, [&](Done done) {
+  r = Await(deadline, [&](const Done& done) {
     stream_->async_handshake(ssl::stream_base::client, [done](error_code ec) { done(ec); });
   });
   if (r.ec || r.timed_out) {
     absl::Status s = IoError("TLS handshake", r);
-    if (const long verify = SSL_get_verify_result(ssl); verify != X509_V_OK && !r.timed_out) {
+    if (const auto verify = SSL_get_verify_result(ssl); verify != X509_V_OK && !r.timed_out) {
       s = absl::UnavailableError(absl::StrCat("TLS handshake (", host_header_,
                                               "): server certificate rejected (verifying \"", name,
                                               "\"): ", X509_verify_cert_error_string(verify)));
@@ -264,7 +264,7 @@ absl::Status HttpsClient::Send(HttpRequest& request, Deadline deadline, bool& re
   if (!reused) {
     if (absl::Status s = Dial(deadline); !s.ok()) return s;
   }
-  IoResult r = Await(deadline, [&](Done done) {
+  IoResult r = Await(deadline, [&](const Done& done) {
     http::async_write(*stream_, request, [done](error_code ec, size_t) { done(ec); });
   });
   if (r.ec || r.timed_out) {
@@ -287,7 +287,7 @@ absl::StatusOr<HttpResponse> HttpsClient::RoundTrip(HttpRequest& request, Deadli
     http::response_parser<http::string_body> parser;
     parser.header_limit(static_cast<uint32_t>(options_.max_header_bytes));
     parser.body_limit(options_.max_body_bytes);
-    IoResult r = Await(deadline, [&](Done done) {
+    IoResult r = Await(deadline, [&](const Done& done) {
       http::async_read(*stream_, buffer_, parser, [done](error_code ec, size_t) { done(ec); });
     });
     if (r.ec || r.timed_out) {
@@ -314,7 +314,7 @@ absl::StatusOr<HttpResponse> HttpsClient::Stream(
     http::response_parser<http::buffer_body> parser;
     parser.header_limit(static_cast<uint32_t>(options_.max_header_bytes));
     parser.body_limit(boost::none);
-    IoResult r = Await(head_deadline, [&](Done done) {
+    IoResult r = Await(head_deadline, [&](const Done& done) {
       http::async_read_header(*stream_, buffer_, parser,
                               [done](error_code ec, size_t) { done(ec); });
     });
@@ -330,7 +330,7 @@ absl::StatusOr<HttpResponse> HttpsClient::Stream(
     if (parser.get().result() != http::status::ok) {
       http::response_parser<http::string_body> full(std::move(parser));
       full.body_limit(options_.max_body_bytes);
-      r = Await(head_deadline, [&](Done done) {
+      r = Await(head_deadline, [&](const Done& done) {
         http::async_read(*stream_, buffer_, full, [done](error_code ec, size_t) { done(ec); });
       });
       if (r.ec || r.timed_out) {
@@ -349,7 +349,7 @@ absl::StatusOr<HttpResponse> HttpsClient::Stream(
     while (!parser.is_done()) {
       parser.get().body().data = chunk;
       parser.get().body().size = sizeof chunk;
-      r = Await(end_deadline, [&](Done done) {
+      r = Await(end_deadline, [&](const Done& done) {
         http::async_read_some(*stream_, buffer_, parser,
                               [done](error_code ec, size_t) { done(ec); });
       });

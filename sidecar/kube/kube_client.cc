@@ -141,7 +141,7 @@ absl::StatusOr<HttpResponse> KubeClient::Send(ApiVerb verb, absl::string_view pa
   const int dials_before = conn->dial_count();
   absl::StatusOr<HttpResponse> response = conn->RoundTrip(*req, deadline);
   Release(std::move(conn), dials_before);
-  Observe(verb, response.ok() ? response->result_int() : 0, start);
+  Observe(verb, response.ok() ? static_cast<int>(response->result_int()) : 0, start);
   if (!response.ok()) {
     return absl::Status(response.status().code(),
                         absl::StrCat(Describe(verb, path), ": ", response.status().message()));
@@ -153,7 +153,7 @@ absl::StatusOr<boost::json::value> KubeClient::Call(ApiVerb verb, absl::string_v
                                                     std::string body) {
   absl::StatusOr<HttpResponse> response = Send(verb, path, std::move(body));
   if (!response.ok()) return response.status();
-  const int code = response->result_int();
+  const int code = static_cast<int>(response->result_int());
   if (code < 200 || code >= 300) {
     return StatusFromResponse(verb, Describe(verb, path), code, response->body(),
                               ToAbsl((*response)[http::field::retry_after]));
@@ -186,13 +186,14 @@ absl::Status KubeClient::Watch(absl::string_view path, absl::Duration server_tim
       },
       on_data);
   Release(std::move(conn), dials_before);
-  if (!opened) Observe(ApiVerb::kWatch, response.ok() ? response->result_int() : 0, start);
+  if (!opened)
+    Observe(ApiVerb::kWatch, response.ok() ? static_cast<int>(response->result_int()) : 0, start);
   if (!response.ok()) {
     return absl::Status(response.status().code(), absl::StrCat(Describe(ApiVerb::kWatch, path),
                                                                ": ", response.status().message()));
   }
   return StatusFromResponse(ApiVerb::kWatch, Describe(ApiVerb::kWatch, path),
-                            response->result_int(), response->body(),
+                            static_cast<int>(response->result_int()), response->body(),
                             ToAbsl((*response)[http::field::retry_after]));
 }
 

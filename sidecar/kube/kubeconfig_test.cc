@@ -271,17 +271,19 @@ TEST(ServerUrlTest, ParsesAndRefuses) {
 
 class InClusterConfigTest : public ::testing::Test {
  protected:
+  // The environment changes only while the test runs alone on its thread
+  // (hence the NOLINTs: setenv is unsafe only beside other threads).
   void SetUp() override {
     dir_ = NewTempDir();
     WriteFile(dir_ + "/ca.crt", kCa);
     WriteFile(dir_ + "/token", "sa-token\n");
     WriteFile(dir_ + "/namespace", "team-b\n");
-    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
-    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);  // NOLINT(concurrency-mt-unsafe)
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);        // NOLINT(concurrency-mt-unsafe)
   }
   void TearDown() override {
-    unsetenv("KUBERNETES_SERVICE_HOST");
-    unsetenv("KUBERNETES_SERVICE_PORT");
+    unsetenv("KUBERNETES_SERVICE_HOST");  // NOLINT(concurrency-mt-unsafe)
+    unsetenv("KUBERNETES_SERVICE_PORT");  // NOLINT(concurrency-mt-unsafe)
   }
   std::string dir_;
 };
@@ -306,7 +308,7 @@ TEST_F(InClusterConfigTest, NamespaceFileIsOptional) {
 }
 
 TEST_F(InClusterConfigTest, OutsideAClusterIsFailedPrecondition) {
-  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_HOST");  // NOLINT(concurrency-mt-unsafe)
   const absl::Status s = LoadInClusterConfig(dir_).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(s.message()), HasSubstr("KUBERNETES_SERVICE_HOST"));
@@ -323,7 +325,7 @@ TEST_F(InClusterConfigTest, MissingTokenOrCaIsFailedPrecondition) {
 }
 
 TEST_F(InClusterConfigTest, BadPortIsRefused) {
-  setenv("KUBERNETES_SERVICE_PORT", "https", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "https", 1);  // NOLINT(concurrency-mt-unsafe)
   EXPECT_EQ(LoadInClusterConfig(dir_).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -5,12 +5,10 @@
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "boost/json/parse.hpp"
-#include "boost/json/serialize.hpp"
 #include "sidecar/common/log.h"
 #include "sidecar/kube/api_errors.h"
 #include "sidecar/kube/lease_json.h"
-#include "sidecar/kube/string_views.h"
+#include "sidecar/kube/watch_stream.h"
 
 namespace baton::kube {
 namespace {
@@ -18,20 +16,6 @@ namespace {
 // A stream that ends sooner than this without error is treated like a
 // failure for pacing, so a server that closes watches at once is not spun on.
 constexpr absl::Duration kMinHealthyWatch = absl::Seconds(1);
-
-// A watch event's `object` when the type is ERROR: a metav1.Status.
-absl::Status ErrorEventStatus(const boost::json::value* object) {
-  int64_t code = 0;
-  std::string body;
-  if (object != nullptr && object->is_object()) {
-    if (const auto* c = object->get_object().if_contains("code"); c != nullptr && c->is_int64()) {
-      code = c->get_int64();
-    }
-    body = boost::json::serialize(*object);
-  }
-  if (code == 0) code = 500;
-  return StatusFromResponse(ApiVerb::kWatch, "watch ERROR event", static_cast<int>(code), body);
-}
 
 }  // namespace
 
@@ -43,7 +27,7 @@ LeaseWatcher::LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, s
       name_(std::move(name)),
       on_record_(std::move(on_record)),
       on_status_(std::move(on_status)),
-      options_(options) {}
+      options_(std::move(options)) {}
 
 LeaseWatcher::~LeaseWatcher() { Stop(); }
 
@@ -100,44 +84,31 @@ absl::Status LeaseWatcher::Resync() {
 }
 
 absl::Status LeaseWatcher::HandleEvent(absl::string_view line, std::string& rv) {
-  boost::system::error_code ec;
-  boost::json::value event = boost::json::parse(ToBoost(line), ec);
-  const boost::json::object* obj = ec ? nullptr : event.if_object();
-  const boost::json::value* type = obj != nullptr ? obj->if_contains("type") : nullptr;
-  if (type == nullptr || !type->is_string()) {
-    return absl::InternalError("malformed watch event from the API server");
-  }
-  const boost::json::value* object = obj->if_contains("object");
-  if (*type == "ERROR") return ErrorEventStatus(object);
-  if (object == nullptr || !object->is_object()) {
-    return absl::InternalError(
-        absl::StrCat("watch event ", ToAbsl(type->get_string()), " has no object"));
-  }
-  const boost::json::object& lease = object->get_object();
-  if (*type == "BOOKMARK") {
-    rv = LeaseMetadataString(lease, "resourceVersion");
-    return absl::OkStatus();
-  }
-  if (*type == "DELETED") {
-    rv = LeaseMetadataString(lease, "resourceVersion");
-    Deliver(LeaseEvent{std::nullopt, rv});
-    return absl::OkStatus();
-  }
-  if (*type == "ADDED" || *type == "MODIFIED") {
-    absl::StatusOr<LeaseRecord> record = LeaseRecordFromJson(lease);
-    if (!record.ok()) return record.status();
-    rv = record->resource_version;
-    Deliver(LeaseEvent{*std::move(record), rv});
-    return absl::OkStatus();
+  absl::StatusOr<WatchEvent> event = DecodeWatchEvent(line);
+  if (!event.ok()) return event.status();
+  switch (event->type) {
+    case WatchEvent::Type::kBookmark:
+      rv = std::move(event->resource_version);
+      return absl::OkStatus();
+    case WatchEvent::Type::kDeleted:
+      rv = std::move(event->resource_version);
+      Deliver(LeaseEvent{std::nullopt, rv});
+      return absl::OkStatus();
+    case WatchEvent::Type::kAdded:
+    case WatchEvent::Type::kModified:
+      rv = event->record->resource_version;
+      Deliver(LeaseEvent{*std::move(event->record), rv});
+      return absl::OkStatus();
+    case WatchEvent::Type::kUnknown:
+      break;
   }
   spdlog::warn("event=watch_event_ignored lease={}/{} type={}", ns_, name_,
-               LogValue(ToStd(ToAbsl(type->get_string()))));
+               LogValue(event->type_name));
   return absl::OkStatus();
 }
 
 absl::Status LeaseWatcher::WatchOnce(std::string& rv, bool& opened) {
-  const size_t max_event = client_->options().max_response_bytes;
-  std::string pending;
+  WatchLineFramer framer(client_->options().max_response_bytes);
   return client_->Watch(
       WatchPath(rv), options_.watch_timeout * 2,
       [&] {
@@ -145,18 +116,7 @@ absl::Status LeaseWatcher::WatchOnce(std::string& rv, bool& opened) {
         Report(absl::OkStatus());
       },
       [&](absl::string_view data) -> absl::Status {
-        pending.append(data.data(), data.size());
-        size_t start = 0;
-        for (size_t nl; (nl = pending.find('\n', start)) != std::string::npos; start = nl + 1) {
-          const absl::string_view line(pending.data() + start, nl - start);
-          if (line.find_first_not_of(" \r\t") == absl::string_view::npos) continue;
-          if (absl::Status s = HandleEvent(line, rv); !s.ok()) return s;
-        }
-        pending.erase(0, start);
-        if (pending.size() > max_event) {
-          return absl::InternalError(absl::StrCat("watch event larger than ", max_event, " bytes"));
-        }
-        return absl::OkStatus();
+        return framer.Append(data, [&](absl::string_view line) { return HandleEvent(line, rv); });
       });
 }
 

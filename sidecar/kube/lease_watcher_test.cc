@@ -102,7 +102,7 @@ class LeaseWatcherTest : public ::testing::Test {
   using WatchScript = std::function<void(TlsTestServer::Connection&, const HttpRequest&, int n)>;
 
   // Serves GETs of the Lease from `get` and watch n (0, 1, ...) with `watch`.
-  void Serve(std::function<HttpResponse()> get, WatchScript watch) {
+  void Serve(const std::function<HttpResponse()>& get, const WatchScript& watch) {
     const TestCert ca = NewTestCa("ca");
     ca_pem_ = ca.cert_pem;
     server_ = std::make_unique<TlsTestServer>(

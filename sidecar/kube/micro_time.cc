@@ -23,8 +23,18 @@ bool CharAt(absl::string_view s, size_t pos, char c) { return pos < s.size() && 
 
 }  // namespace
 
+absl::Time MicroTimeFirst() {
+  return absl::FromCivil(absl::CivilSecond(0, 1, 1, 0, 0, 0), absl::UTCTimeZone());
+}
+
+absl::Time MicroTimeLast() {
+  return absl::FromCivil(absl::CivilSecond(10000, 1, 1, 0, 0, 0), absl::UTCTimeZone()) -
+         absl::Microseconds(1);
+}
+
 std::string FormatMicroTime(absl::Time t) {
-  return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
+  // %E4Y: four digits even before year 1000 (plain %Y writes "999").
+  return absl::FormatTime("%E4Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
 }
 
 absl::StatusOr<absl::Time> ParseMicroTime(absl::string_view text) {
@@ -83,7 +93,13 @@ absl::StatusOr<absl::Time> ParseMicroTime(absl::string_view text) {
     return bad("missing zone (Z or ±HH:MM)");
   }
   if (pos != text.size()) return bad("trailing characters");
-  return absl::FromCivil(civil, absl::UTCTimeZone()) + fraction - offset;
+  const absl::Time t = absl::FromCivil(civil, absl::UTCTimeZone()) + fraction - offset;
+  // An offset can carry a time across year 0000 or 9999 in UTC, where the
+  // API server can neither write it (Go's MarshalJSON refuses) nor baton.
+  if (t < MicroTimeFirst() || t >= MicroTimeLast() + absl::Microseconds(1)) {
+    return bad("outside years 0000-9999 in UTC");
+  }
+  return t;
 }
 
 }  // namespace baton::kube

@@ -18,14 +18,20 @@
 
 namespace baton::kube {
 
-// Formats `t` as UTC with exactly six fractional digits and `Z`, truncating
-// (not rounding) below a microsecond, as Go does. `t` must be finite and in
-// years 0000-9999.
+// The instants a MicroTime can carry: years 0000 to 9999 in UTC, i.e.
+// 0000-01-01T00:00:00Z to 9999-12-31T23:59:59.999999Z.
+absl::Time MicroTimeFirst();
+absl::Time MicroTimeLast();
+
+// Formats `t` as UTC with a four-digit year, exactly six fractional digits
+// and `Z`, truncating (not rounding) below a microsecond, as Go does. `t`
+// must be in [MicroTimeFirst(), MicroTimeLast()].
 std::string FormatMicroTime(absl::Time t);
 
 // Parses an RFC 3339 timestamp: `YYYY-MM-DDTHH:MM:SS[.F{1,9}](Z|±HH:MM)`,
-// upper-case `T` and `Z`, valid calendar fields. InvalidArgument otherwise,
-// quoting the input.
+// upper-case `T` and `Z`, valid calendar fields, in years 0000-9999 once
+// converted to UTC (so FormatMicroTime can write it back). InvalidArgument
+// otherwise, quoting the input.
 absl::StatusOr<absl::Time> ParseMicroTime(absl::string_view text);
 
 }  // namespace baton::kube

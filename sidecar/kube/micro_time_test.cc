@@ -25,6 +25,21 @@ TEST(MicroTimeTest, FormatTruncatesBelowAMicrosecond) {
   EXPECT_EQ(FormatMicroTime(At(-1, 999999999)), "1969-12-31T23:59:59.999999Z");
 }
 
+TEST(MicroTimeTest, FormatsFourDigitYears) {
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  EXPECT_EQ(FormatMicroTime(absl::FromCivil(absl::CivilSecond(1, 1, 1), utc)),
+            "0001-01-01T00:00:00.000000Z");
+  EXPECT_EQ(FormatMicroTime(absl::FromCivil(absl::CivilSecond(999, 12, 31, 23, 59, 59), utc)),
+            "0999-12-31T23:59:59.000000Z");
+}
+
+TEST(MicroTimeTest, TheRangeIsYearsZeroToNineThousandNineHundredNinetyNine) {
+  EXPECT_EQ(FormatMicroTime(MicroTimeFirst()), "0000-01-01T00:00:00.000000Z");
+  EXPECT_EQ(FormatMicroTime(MicroTimeLast()), "9999-12-31T23:59:59.999999Z");
+  EXPECT_EQ(*ParseMicroTime("9999-12-31T23:59:59.999999999Z"),
+            MicroTimeLast() + absl::Nanoseconds(999));
+}
+
 TEST(MicroTimeTest, ParsesWhatTheApiServerEmits) {
   EXPECT_EQ(*ParseMicroTime("2026-09-17T13:37:24.807518Z"), At(1789652244, 807518000));
 }
@@ -38,14 +53,17 @@ TEST(MicroTimeTest, ParsesRfc3339Variants) {
 }
 
 TEST(MicroTimeTest, RoundTrips) {
-  const absl::Time t = At(1789652244, 807518000);
-  EXPECT_EQ(*ParseMicroTime(FormatMicroTime(t)), t);
+  for (const char* text : {"2026-09-17T13:37:24.807518Z", "0000-01-01T00:00:00.000000Z",
+                           "0042-03-04T05:06:07.000008Z", "9999-12-31T23:59:59.999999Z"}) {
+    absl::StatusOr<absl::Time> t = ParseMicroTime(text);
+    ASSERT_TRUE(t.ok()) << text;
+    EXPECT_EQ(FormatMicroTime(*t), text);
+  }
 }
 
 TEST(MicroTimeTest, RejectsAnythingElse) {
   for (const char* bad : {
-           "",
-           "2026-09-17",
+           "", "2026-09-17",
            "2026-09-17 13:37:24Z",             // space instead of T
            "2026-09-17t13:37:24Z",             // lower-case t
            "2026-09-17T13:37:24z",             // lower-case z
@@ -58,8 +76,9 @@ TEST(MicroTimeTest, RejectsAnythingElse) {
            "2026-09-17T13:37:24+0200",         // offset without colon
            "2026-09-17T13:37:24+24:00",        // offset out of range
            "2026-09-17T13:37:24Z ",            // trailing space
-           "+2026-09-17T13:37:24Z",
-           "2026-9-17T13:37:24Z",
+           "+2026-09-17T13:37:24Z", "2026-9-17T13:37:24Z",
+           "0000-01-01T00:00:00+00:01",  // year -1 in UTC
+           "9999-12-31T23:59:59-00:01",  // year 10000 in UTC
        }) {
     absl::StatusOr<absl::Time> t = ParseMicroTime(bad);
     EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument) << bad;

@@ -9,12 +9,22 @@
 #include "absl/strings/str_cat.h"
 
 namespace baton::kube {
+namespace {
+
+// The text of errno value `err`. strerror() may share one buffer between
+// threads; this is the GNU strerror_r, which returns the text.
+std::string ErrnoText(int err) {
+  char buffer[256];
+  return strerror_r(err, buffer, sizeof buffer);
+}
+
+}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
-    std::string message = absl::StrCat("cannot open ", path, ": ", std::strerror(err));
+    std::string message = absl::StrCat("cannot open ", path, ": ", ErrnoText(err));
     return err == ENOENT ? absl::NotFoundError(message) : absl::FailedPreconditionError(message);
   }
   std::string out;
@@ -27,7 +37,7 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) 
       const int err = errno;
       ::close(fd);
       return absl::FailedPreconditionError(
-          absl::StrCat("cannot read ", path, ": ", std::strerror(err)));
+          absl::StrCat("cannot read ", path, ": ", ErrnoText(err)));
     }
     if (out.size() + static_cast<size_t>(n) > max_bytes) {
       ::close(fd);

@@ -69,10 +69,12 @@ absl::Status ValidateLeasesOptions(const LeasesOptions& options) {
 namespace {
 
 // When the holder's promise runs out by its own wall clock; none if it never
-// renewed.
+// renewed. Held within the years a MicroTime can write: a renewTime near
+// 9999 plus a long duration would pass them.
 std::optional<absl::Time> ExpiresAt(const LeaseRecord& record) {
   if (!record.renew_time.has_value()) return std::nullopt;
-  return *record.renew_time + absl::Seconds(record.lease_duration_seconds);
+  return std::clamp(*record.renew_time + absl::Seconds(record.lease_duration_seconds),
+                    kube::MicroTimeFirst(), kube::MicroTimeLast());
 }
 
 const char* StateName(LeaseState state) { return state == LeaseState::kLive ? "LIVE" : "EXPIRED"; }

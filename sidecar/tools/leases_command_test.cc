@@ -133,6 +133,19 @@ TEST(LeasesFormatTest, JsonHasEveryFieldAndTheNamespaceAlways) {
   EXPECT_EQ(f.at("state").as_string(), "LIVE");
 }
 
+TEST(LeasesFormatTest, HolderControlCharactersAreEscapedSoEachLeaseIsOneLine) {
+  const std::string out =
+      FormatLeases(Text(), {Held("ns", "a", "evil\nb holder=me\r", absl::Seconds(1))}, kNow);
+  EXPECT_EQ(out, "a holder=\"evil\\nb holder=me\\r\" transitions=0 duration=15s LIVE\n");
+}
+
+TEST(LeasesFormatTest, ExpiryBeyondYear9999IsHeldAtTheLastMicroTime) {
+  kube::NamedLease far = Held("ns", "far", "x", absl::ZeroDuration(), 2'000'000'000);
+  far.record.renew_time = absl::FromCivil(absl::CivilSecond(9999, 12, 31), absl::UTCTimeZone());
+  const boost::json::value doc = boost::json::parse(FormatLeases(Json(), {far}, kNow));
+  EXPECT_EQ(doc.at("leases").at(0).at("expiresAt").as_string(), "9999-12-31T23:59:59.999999Z");
+}
+
 TEST(LeasesFormatTest, JsonWithNoLeasesIsAnEmptyList) {
   const boost::json::value doc = boost::json::parse(FormatLeases(Json(), {}, kNow));
   EXPECT_TRUE(doc.at("leases").as_array().empty());

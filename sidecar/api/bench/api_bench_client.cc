@@ -140,7 +140,7 @@ class UnaryLoop {
     context_ = std::make_unique<grpc::ClientContext>();
     started_ = absl::Now();
     stub_->async()->GetLeadership(context_.get(), &request_, &response_,
-                                  [this](grpc::Status status) { Done(status); });
+                                  [this](const grpc::Status& status) { Done(status); });
   }
   const std::vector<absl::Duration>& latencies() const { return latencies_; }
   int errors() const { return errors_; }
@@ -177,6 +177,7 @@ int RunUnary(const std::vector<std::unique_ptr<v1::LeaderElection::Stub>>& stubs
   const absl::Time start = absl::Now();
   const absl::Time end = start + absl::GetFlag(FLAGS_duration);
   std::vector<std::unique_ptr<UnaryLoop>> loops;
+  loops.reserve(n);
   for (int i = 0; i < n; ++i) {
     loops.push_back(std::make_unique<UnaryLoop>(stubs[i % stubs.size()].get(), end, &mu, &running));
   }
@@ -215,6 +216,7 @@ int Run() {
 
   Collector collector;
   std::vector<std::unique_ptr<Watcher>> watchers;
+  watchers.reserve(n);
   for (int i = 0; i < n; ++i) {
     watchers.push_back(std::make_unique<Watcher>(stubs[i % stubs.size()].get(), &collector));
   }

@@ -118,7 +118,7 @@ int Run() {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  for (absl::Status status :
+  for (const absl::Status& status :
        {http.Start(), grpc.Start(), probes ? probes->Start() : absl::OkStatus()}) {
     if (!status.ok()) {
       std::fprintf(stderr, "api_bench_server: %s\n", std::string(status.message()).c_str());

@@ -71,7 +71,7 @@ class RawHttpConnection {
     boost::beast::http::response_parser<boost::beast::http::string_body> parser;
     parser.eager(true);
     parser.skip(head);
-    parser.body_limit(16 * 1024 * 1024);
+    parser.body_limit(uint64_t{16} << 20);
     const absl::Time deadline = absl::Now() + timeout;
     for (;;) {
       if (!pending_.empty()) {
