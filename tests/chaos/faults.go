@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"google.golang.org/grpc"
 	"net/http"
 	"strconv"
 	"syscall"
@@ -50,7 +51,10 @@ var faults = []*fault{
 		ctx, cancel := requestContext()
 		defer cancel()
 		t := Now()
-		_, err := batonv1.NewLeaderElectionClient(l.probe.conn).Resign(ctx, &batonv1.ResignRequest{})
+		// A member that has just been restarted may lead before its channel
+		// has connected: wait for the connection rather than fail fast.
+		_, err := batonv1.NewLeaderElectionClient(l.probe.conn).Resign(ctx, &batonv1.ResignRequest{},
+			grpc.WaitForReady(true))
 		return t, err
 	}},
 	{Name: "resign-http", What: "POST /resign on the leader; the application acknowledges over HTTP",
