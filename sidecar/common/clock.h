@@ -61,8 +61,8 @@ class Clock {
   // absl::Mutex::AwaitWithDeadline but on this clock. `mu` must be held; it
   // is released while waiting and held again on return. Returns cond's value.
   // Anything that makes `cond` true must do so under `mu`.
-  virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
-                          MonoTime deadline) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
+  virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond, MonoTime deadline) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
 };
 
 // The process-wide real clock (CLOCK_BOOTTIME and CLOCK_REALTIME). Never null.

@@ -33,8 +33,8 @@ class FakeClock final : public Clock {
     return wall_;
   }
 
-  bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond,
-                  MonoTime deadline) const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond, MonoTime deadline) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     {
       absl::MutexLock lock(&mu_);
       ++waiters_[mu];

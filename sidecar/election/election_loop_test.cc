@@ -221,7 +221,9 @@ class GatedStore final : public LeaseStore {
     absl::MutexLock lock(&mu_);
     open_ = true;
   }
-  absl::StatusOr<LeaseRecord> Get() override { return Through([&] { return inner_->Get(); }); }
+  absl::StatusOr<LeaseRecord> Get() override {
+    return Through([&] { return inner_->Get(); });
+  }
   absl::StatusOr<LeaseRecord> Create(const LeaseRecord& r) override {
     return Through([&] { return inner_->Create(r); });
   }
@@ -281,8 +283,8 @@ TEST_F(StepDownHandshakeTest, ResignStopsAnsweringLeaderAtOnceEvenWhileTheLoopIs
 
   EXPECT_TRUE(me.loop().Resign());
   EXPECT_TRUE(me.Current().stepping_down);
-  EXPECT_FALSE(me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(
-      clock_.Monotonic()));
+  EXPECT_FALSE(
+      me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(clock_.Monotonic()));
   gated.Open();
   EXPECT_TRUE(me.loop().Shutdown(kPatience));
 }

@@ -377,9 +377,8 @@ absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
   // The send time, not the answer's: the server may have applied the write
   // (and followers started timing it) at any moment after we sent it. And no
   // longer than what the duration written grants against followers (P6).
-  leader_until_ =
-      sent + std::min(options_.renew_deadline,
-                      SafeLeadershipFor(absl::Seconds(next.lease_duration_seconds)));
+  leader_until_ = sent + std::min(options_.renew_deadline,
+                                  SafeLeadershipFor(absl::Seconds(next.lease_duration_seconds)));
   if (!holding_) {
     holding_ = true;
     const char* how = kind == Write::kCreate     ? "created"

@@ -78,8 +78,8 @@ class FakeLeaseStore final : public LeaseStore {
   // Counts a call and returns the injected failure for it, if any.
   std::optional<absl::Status> BeginCallLocked(Verb verb) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Delivers `lease` to the watcher, if one is installed.
-  void NotifyLocked(const LeaseEvent& event)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch_mu_) ABSL_LOCKS_EXCLUDED(mu_);
+  void NotifyLocked(const LeaseEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(watch_mu_)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // Held by every change from before it is applied until the watcher has seen
   // it, so the watcher sees changes in the order they were made.

@@ -3,8 +3,8 @@
 #include <optional>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 
 namespace baton {
 namespace {
@@ -130,8 +130,8 @@ TEST(FakeLeaseStoreTest, WatcherSeesEveryChangeInOrder) {
   FakeLeaseStore store;
   std::vector<std::string> seen;
   store.SetWatcher([&](const LeaseEvent& e) {
-    seen.push_back(absl::StrCat(e.record ? e.record->holder_identity : "deleted", "@",
-                                e.resource_version));
+    seen.push_back(
+        absl::StrCat(e.record ? e.record->holder_identity : "deleted", "@", e.resource_version));
   });
   LeaseRecord r = *store.Create(Held("a"));
   r.holder_identity = "b";

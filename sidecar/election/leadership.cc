@@ -8,8 +8,7 @@
 
 namespace baton {
 
-LeadershipPublisher::LeadershipPublisher(Leadership initial)
-    : current_{std::move(initial), 1} {}
+LeadershipPublisher::LeadershipPublisher(Leadership initial) : current_{std::move(initial), 1} {}
 
 void LeadershipPublisher::Publish(const Leadership& next) {
   Change([&next](Leadership* l) { *l = next; });
@@ -84,8 +83,8 @@ LeadershipPublisher::Versioned LeadershipPublisher::Answer(std::string_view clie
              ledger_.by_client.size() < static_cast<size_t>(kMaxTrackedClients)) {
     ledger_.by_client.emplace(std::string(client_id), l.leader_until);
   } else {
-    ledger_.anonymous_until = std::max(ledger_.anonymous_until.value_or(l.leader_until),
-                                       l.leader_until);
+    ledger_.anonymous_until =
+        std::max(ledger_.anonymous_until.value_or(l.leader_until), l.leader_until);
   }
   return current_;
 }
@@ -119,9 +118,8 @@ LeadershipPublisher::Versioned LeadershipPublisher::Current() const {
 LeadershipPublisher::Versioned LeadershipPublisher::WaitForChange(uint64_t after,
                                                                   absl::Time deadline) const {
   absl::MutexLock lock(&mu_);
-  auto changed = [this, after]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return current_.version > after;
-  };
+  auto changed = [this, after]()
+                     ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return current_.version > after; };
   mu_.AwaitWithDeadline(absl::Condition(&changed), deadline);
   return current_;
 }

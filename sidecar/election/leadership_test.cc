@@ -51,7 +51,8 @@ TEST(LeadershipPublisherTest, VersionGrowsOnlyOnChange) {
 TEST(LeadershipPublisherTest, SubscribersSeeEveryChangeUntilUnsubscribed) {
   LeadershipPublisher pub(Leadership{});
   std::vector<uint64_t> seen;
-  int id = pub.Subscribe([&](const LeadershipPublisher::Versioned& v) { seen.push_back(v.version); });
+  int id =
+      pub.Subscribe([&](const LeadershipPublisher::Versioned& v) { seen.push_back(v.version); });
   Leadership l;
   l.holder_identity = "a";
   pub.Publish(l);

@@ -1,6 +1,5 @@
 #include "sidecar/election/lease_record.h"
 
-
 namespace baton {
 
 std::optional<int64_t> ResourceVersionNumber(std::string_view rv) {

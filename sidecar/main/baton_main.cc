@@ -10,8 +10,8 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -38,7 +38,8 @@
 #include "sidecar/run/run_policy.h"
 #include "sidecar/tools/leases_command.h"
 
-ABSL_FLAG(std::string, lease_name, "", "Name of the coordination.k8s.io/v1 Lease to hold. Required.");
+ABSL_FLAG(std::string, lease_name, "",
+          "Name of the coordination.k8s.io/v1 Lease to hold. Required.");
 ABSL_FLAG(std::string, lease_namespace, "",
           "Namespace of the Lease. Default: $POD_NAMESPACE, else the in-cluster "
           "ServiceAccount namespace file.");
@@ -67,9 +68,10 @@ ABSL_FLAG(bool, release_on_shutdown, true,
 ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
           "Deadline of each API-server request. Default: 5s, or half of --renew-deadline if "
           "that is shorter.");
-ABSL_FLAG(absl::Duration, shutdown_grace, absl::Seconds(5),
-          "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
-          "local servers. Keep terminationGracePeriodSeconds above twice this.");
+ABSL_FLAG(
+    absl::Duration, shutdown_grace, absl::Seconds(5),
+    "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
+    "local servers. Keep terminationGracePeriodSeconds above twice this.");
 
 // `baton run` (sidecar/main/run_command.h); the election flags are shared.
 ABSL_FLAG(std::string, stop_signal, "SIGTERM",
@@ -211,9 +213,11 @@ absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<char*
   run::Runner::Options options;
   options.argv.assign(positional.begin() + 1, positional.end());
   if (options.argv.empty()) {
-    return absl::InvalidArgumentError("baton run needs a command: baton run [flags] -- CMD [ARGS...]");
+    return absl::InvalidArgumentError(
+        "baton run needs a command: baton run [flags] -- CMD [ARGS...]");
   }
-  absl::StatusOr<run::RestartPolicy> restart = run::ParseRestartPolicy(absl::GetFlag(FLAGS_restart));
+  absl::StatusOr<run::RestartPolicy> restart =
+      run::ParseRestartPolicy(absl::GetFlag(FLAGS_restart));
   if (!restart.ok()) return restart.status();
   absl::StatusOr<int> stop_signal = run::ParseStopSignal(absl::GetFlag(FLAGS_stop_signal));
   if (!stop_signal.ok()) return stop_signal.status();
@@ -311,13 +315,13 @@ int Main(int argc, char** argv) {
   // global lock. Lock order is checked by clang's thread-safety analysis at
   // build time instead.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  spdlog::info("event=configured version={} lease={}/{} identity={} lease_duration={} "
-               "renew_deadline={} retry_period={} api_timeout={}",
-               kVersion, config->lease_namespace, config->lease_name, LogValue(config->identity),
-               absl::FormatDuration(config->timing.lease_duration),
-               absl::FormatDuration(config->timing.renew_deadline),
-               absl::FormatDuration(config->timing.retry_period),
-               absl::FormatDuration(config->api_timeout));
+  spdlog::info(
+      "event=configured version={} lease={}/{} identity={} lease_duration={} "
+      "renew_deadline={} retry_period={} api_timeout={}",
+      kVersion, config->lease_namespace, config->lease_name, LogValue(config->identity),
+      absl::FormatDuration(config->timing.lease_duration),
+      absl::FormatDuration(config->timing.renew_deadline),
+      absl::FormatDuration(config->timing.retry_period), absl::FormatDuration(config->api_timeout));
 
   if (run_mode) {
     return RunCommand(*config, *std::move(rest), *std::move(run_options), shutdown_signals);
@@ -332,7 +336,9 @@ int Main(int argc, char** argv) {
   spdlog::info(
       "event=shutdown signal={} release={} next=\"step down, release once every promise is "
       "acknowledged or has lapsed, close servers\"",
-      sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP",
+      sig == SIGTERM  ? "SIGTERM"
+      : sig == SIGINT ? "SIGINT"
+                      : "SIGHUP",
       config->release_on_shutdown);
   (*daemon)->Stop(config->shutdown_grace);
   spdlog::info("event=exited");

@@ -17,15 +17,15 @@ absl::Status ValidateTiming(const ElectionTiming& t) {
                    " --retry-period=", absl::FormatDuration(t.retry_period), ")");
   if (t.lease_duration <= absl::ZeroDuration() || t.renew_deadline <= absl::ZeroDuration() ||
       t.retry_period <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--lease-duration, --renew-deadline and --retry-period must all be positive",
-                     values));
-  }
-  if (t.lease_duration < absl::Seconds(1) || t.lease_duration % absl::Seconds(1) != absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--lease-duration must be a whole number of seconds: the Lease stores "
-        "leaseDurationSeconds as an integer",
-        values));
+        "--lease-duration, --renew-deadline and --retry-period must all be positive", values));
+  }
+  if (t.lease_duration < absl::Seconds(1) ||
+      t.lease_duration % absl::Seconds(1) != absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--lease-duration must be a whole number of seconds: the Lease stores "
+                     "leaseDurationSeconds as an integer",
+                     values));
   }
   if (t.renew_deadline > SafeLeadershipFor(t.lease_duration)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -38,10 +38,10 @@ absl::Status ValidateTiming(const ElectionTiming& t) {
         values));
   }
   if (t.retry_period * (1 + Elector::kMaxJitter) >= t.renew_deadline) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--retry-period × 1.2 (its jitter) must be shorter than --renew-deadline: a "
-        "leader needs at least one renew attempt before its deadline",
-        values));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--retry-period × 1.2 (its jitter) must be shorter than --renew-deadline: a "
+                     "leader needs at least one renew attempt before its deadline",
+                     values));
   }
   return absl::OkStatus();
 }

@@ -26,7 +26,8 @@ struct ElectionTiming {
 
 // Checks renewDeadline < leaseDuration, retryPeriod × 1.2 < renewDeadline (the
 // retry period is stretched by up to Elector::kMaxJitter, and a leader needs
-// one renew attempt before its deadline) and that all are positive. InvalidArgument naming the flags and saying why.
+// one renew attempt before its deadline) and that all are positive. InvalidArgument naming the
+// flags and saying why.
 absl::Status ValidateTiming(const ElectionTiming& timing);
 
 struct SidecarConfig {
@@ -56,8 +57,8 @@ absl::Duration DefaultApiTimeout(const ElectionTiming& timing);
 // plus the environment and files they may default from.
 struct ConfigInputs {
   std::string lease_name;
-  std::string lease_namespace;   // --lease-namespace; empty if unset
-  std::string identity;          // --identity; empty if unset
+  std::string lease_namespace;  // --lease-namespace; empty if unset
+  std::string identity;         // --identity; empty if unset
   ElectionTiming timing;
   std::string kubeconfig;
   std::string http_addr;
@@ -66,13 +67,13 @@ struct ConfigInputs {
   bool release_on_shutdown = true;
   absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
   absl::Duration shutdown_grace = absl::Seconds(5);
-  std::string pod_name;          // $POD_NAME
-  std::string pod_namespace;     // $POD_NAMESPACE
+  std::string pod_name;       // $POD_NAME
+  std::string pod_namespace;  // $POD_NAMESPACE
   // The namespace of the API client configuration: the kubeconfig context's,
   // or in a Pod the ServiceAccount namespace file's.
   std::string client_namespace;
   std::string hostname;
-  std::string random_suffix;     // for the default identity
+  std::string random_suffix;  // for the default identity
 };
 
 // Checks what the flags say on their own: --lease-name present, durations,

@@ -82,7 +82,8 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   http_options.routes = HttpRoutes::kApi;
   http_ = std::make_unique<HttpServer>(http_options, &api_context_);
   if (absl::Status s = http_->Start(); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("--http-addr=", config_.http_addr, ": ", s.message()));
+    return absl::Status(s.code(),
+                        absl::StrCat("--http-addr=", config_.http_addr, ": ", s.message()));
   }
   if (!config_.metrics_addr.empty()) {
     HttpServerOptions metrics_options;
@@ -98,7 +99,8 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   grpc_options.address = config_.grpc_addr;
   grpc_ = std::make_unique<GrpcServer>(grpc_options, &api_context_);
   if (absl::Status s = grpc_->Start(); !s.ok()) {
-    return absl::Status(s.code(), absl::StrCat("--grpc-addr=", config_.grpc_addr, ": ", s.message()));
+    return absl::Status(s.code(),
+                        absl::StrCat("--grpc-addr=", config_.grpc_addr, ": ", s.message()));
   }
 
   // The elector orders what the watcher sees by resourceVersion and never
@@ -128,9 +130,10 @@ void Daemon::OnWatchStatus(const absl::Status& status) {
         "the watch verb on leases for sub-second handover\"",
         config_.lease_namespace, config_.lease_name, LogValue(std::string(status.message())));
   } else {
-    spdlog::warn("event=watch_failed lease={}/{} error={} next=\"polling every retry period "
-                 "while the watch reconnects\"",
-                 config_.lease_namespace, config_.lease_name, LogValue(status.ToString()));
+    spdlog::warn(
+        "event=watch_failed lease={}/{} error={} next=\"polling every retry period "
+        "while the watch reconnects\"",
+        config_.lease_namespace, config_.lease_name, LogValue(status.ToString()));
   }
 }
 
@@ -141,8 +144,8 @@ absl::Status Daemon::Liveness() const {
   const ElectionHealth health = loop_->Health();
   const MonoTime now = clock_->Monotonic();
   if (health.Overdue(now, slack)) {
-    return absl::UnavailableError(absl::StrCat(
-        "election loop is ", absl::FormatDuration(now - health.next_step), " late"));
+    return absl::UnavailableError(
+        absl::StrCat("election loop is ", absl::FormatDuration(now - health.next_step), " late"));
   }
   return absl::OkStatus();
 }

@@ -131,7 +131,8 @@ absl::StatusOr<std::string> ControlPlane::TokenKubeconfig(const std::string& ns,
   return out;
 }
 
-absl::StatusOr<std::string> ControlPlane::Token(const std::string& ns, const std::string& sa) const {
+absl::StatusOr<std::string> ControlPlane::Token(const std::string& ns,
+                                                const std::string& sa) const {
   absl::StatusOr<std::string> r = RunScript({"token", dir_, ns, sa});
   if (!r.ok()) return r.status();
   return std::string(absl::StripAsciiWhitespace(*r));

@@ -94,10 +94,9 @@ absl::Status Translate(const std::string& addr, const grpc::Status& status) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
     case grpc::StatusCode::UNIMPLEMENTED:
     case grpc::StatusCode::CANCELLED:
-      return absl::UnavailableError(
-          absl::StrCat("no baton sidecar answering at ", addr,
-                       " (is the baton container running, and is $", kGrpcAddrEnv,
-                       " right?): ", status.error_message()));
+      return absl::UnavailableError(absl::StrCat(
+          "no baton sidecar answering at ", addr, " (is the baton container running, and is $",
+          kGrpcAddrEnv, " right?): ", status.error_message()));
     default:
       return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
                           absl::StrCat(addr, ": ", status.error_message()));
@@ -175,8 +174,8 @@ absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr) {
   const size_t colon = addr.rfind(':');
   uint32_t port = 0;
   const std::string host = colon == std::string::npos ? "" : addr.substr(0, colon);
-  if (colon == std::string::npos || !absl::SimpleAtoi(addr.substr(colon + 1), &port) ||
-      port == 0 || port > 65535 || absl::StartsWith(host, "[") != absl::EndsWith(host, "]")) {
+  if (colon == std::string::npos || !absl::SimpleAtoi(addr.substr(colon + 1), &port) || port == 0 ||
+      port > 65535 || absl::StartsWith(host, "[") != absl::EndsWith(host, "]")) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, " \"", addr, "\" is not host:port, :port or unix:PATH"));
   }
@@ -440,8 +439,8 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
   }
   const grpc::Status status = reader->Finish();
   absl::Status ended =
-      status.ok() ? absl::UnavailableError(absl::StrCat(
-                        "the baton sidecar at ", connection_->addr, " ended the stream (shutting down)"))
+      status.ok() ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
+                                                        " ended the stream (shutting down)"))
                   : Translate(connection_->addr, status);
   absl::MutexLock lock(&mu_);
   item_ = std::make_unique<Item>(Item{std::move(ended)});
@@ -492,9 +491,8 @@ absl::StatusOr<Leadership> Watch::Next(absl::Duration timeout) {
       };
       const Clock::time_point now = Clock::now();
       if (wake > now) {
-        const absl::Duration wait = wake == Clock::time_point::max()
-                                        ? absl::InfiniteDuration()
-                                        : absl::FromChrono(wake - now);
+        const absl::Duration wait = wake == Clock::time_point::max() ? absl::InfiniteDuration()
+                                                                     : absl::FromChrono(wake - now);
         mu_.AwaitWithTimeout(absl::Condition(&ready), wait);
       }
       cancelled = cancelled_;
@@ -530,9 +528,9 @@ absl::StatusOr<Leadership> Watch::Next(absl::Duration timeout) {
       return *last_;
     }
     if (now >= stall_at_) {
-      return Fail(absl::UnavailableError(absl::StrCat(
-          "no message from the baton sidecar at ", connection_->addr, " for ",
-          absl::FormatDuration(StallTimeout(connection_->options)))));
+      return Fail(absl::UnavailableError(
+          absl::StrCat("no message from the baton sidecar at ", connection_->addr, " for ",
+                       absl::FormatDuration(StallTimeout(connection_->options)))));
     }
     if (now >= deadline) return absl::DeadlineExceededError("no news from the sidecar");
   }

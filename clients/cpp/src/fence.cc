@@ -35,9 +35,8 @@ absl::StatusOr<int64_t> ParseRevision(absl::string_view text) {
 absl::Status Fence::Admit(int64_t token) {
   absl::MutexLock lock(&mu_);
   if (highest_.has_value() && token < *highest_) {
-    return absl::AbortedError(absl::StrCat("stale fencing token ", token,
-                                           ": a write with token ", *highest_,
-                                           " was already accepted"));
+    return absl::AbortedError(absl::StrCat("stale fencing token ", token, ": a write with token ",
+                                           *highest_, " was already accepted"));
   }
   highest_ = token;
   return absl::OkStatus();

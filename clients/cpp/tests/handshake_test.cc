@@ -181,8 +181,8 @@ TEST(DeadlineTest, AQueuedAnswerDoesNotOverPromise) {
 }
 
 TEST(DeadlineTest, AnOlderSidecarsAnswerCountsFromWhenTheRequestWasSent) {
-  FakeSidecar fake({.valid_for = absl::Seconds(1), .delay = absl::Milliseconds(300),
-                    .send_deadline = false});
+  FakeSidecar fake(
+      {.valid_for = absl::Seconds(1), .delay = absl::Milliseconds(300), .send_deadline = false});
   std::unique_ptr<Client> client = Connect(fake);
   const BootClock::time_point sent = BootClock::now();
   absl::StatusOr<Leadership> l = client->GetLeadership();

@@ -49,13 +49,13 @@ Fixture ReadFixture() {
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &json).ok()) << path;
   const auto& f = json.fields();
   Fixture fx{absl::Seconds(f.at("leaseDuration").number_value()),
-             absl::Seconds(f.at("renewDeadline").number_value()), {}};
+             absl::Seconds(f.at("renewDeadline").number_value()),
+             {}};
   for (const auto& v : f.at("sidecars").list_value().values()) {
     const auto& s = v.struct_value().fields();
-    fx.sidecars.push_back({s.at("identity").string_value(), s.at("grpc").string_value(),
-                           s.at("pid").has_number_value()
-                               ? static_cast<int>(s.at("pid").number_value())
-                               : 0});
+    fx.sidecars.push_back(
+        {s.at("identity").string_value(), s.at("grpc").string_value(),
+         s.at("pid").has_number_value() ? static_cast<int>(s.at("pid").number_value()) : 0});
   }
   return fx;
 }
@@ -318,7 +318,7 @@ TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
     BootClock::time_point at;
   };
   absl::Mutex mu;
-  std::vector<Started> started;  // guarded by mu
+  std::vector<Started> started;                                      // guarded by mu
   std::vector<BootClock::time_point> returned(fx_.sidecars.size());  // guarded by mu
   absl::Notification stop;
   std::vector<std::unique_ptr<Client>> clients;
@@ -378,8 +378,7 @@ TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
       << "the new work started before the old one returned";
   const absl::Duration handover = absl::FromChrono(next.at - sent);
   EXPECT_LT(handover, fx_.renew_deadline / 2) << "handover took " << handover;
-  std::printf("SIGTERM -> new leader's work started: %s\n",
-              absl::FormatDuration(handover).c_str());
+  std::printf("SIGTERM -> new leader's work started: %s\n", absl::FormatDuration(handover).c_str());
 }
 
 }  // namespace
