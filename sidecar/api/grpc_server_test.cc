@@ -98,8 +98,9 @@ v1::WatchLeadershipRequest WatchRequest(absl::Duration heartbeat, const std::str
 // A WatchLeadership stream.
 class WatchClient : public StreamClient<v1::WatchLeadershipResponse> {
  public:
-  WatchClient(v1::LeaderElection::Stub* stub, absl::Duration heartbeat = absl::ZeroDuration(),
-              const std::string& client_id = "")
+  explicit WatchClient(v1::LeaderElection::Stub* stub,
+                       absl::Duration heartbeat = absl::ZeroDuration(),
+                       const std::string& client_id = "")
       : StreamClient(
             [stub, request = WatchRequest(heartbeat, client_id)](grpc::ClientContext* context) {
               return stub->WatchLeadership(context, request);
@@ -611,6 +612,7 @@ TEST_F(GrpcServerTest, ManyWatchersAllSeeAHandover) {
   constexpr int kWatchers = 200;
   env_.publisher.Publish(Leading(env_.clock, 1));
   std::vector<std::unique_ptr<WatchClient>> watchers;
+  watchers.reserve(kWatchers);
   for (int i = 0; i < kWatchers; ++i)
     watchers.push_back(std::make_unique<WatchClient>(stub_.get()));
   for (auto& w : watchers) ASSERT_TRUE(w->Next());

@@ -44,9 +44,11 @@ int FreePort() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
   socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    addr.sin_port = 0;
+  }
   ::close(fd);
   return ntohs(addr.sin_port);
 }
@@ -74,6 +76,7 @@ class Sidecar {
         absl::StrCat("--metrics-addr=127.0.0.1:", metrics_port_),
     };
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -290,13 +293,14 @@ TEST_F(LocalApiControlPlaneTest, LeaderKeepsLeadingAndAnsweringWhileItsApiIsAbus
   };
 
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
+  idle.reserve(1000);
   for (int i = 0; i < 1000; ++i)
     idle.push_back(std::make_unique<RawHttpConnection>(a->http_port()));
   EXPECT_TRUE(still_leading());
 
   for (const std::string& garbage :
-       {std::string("GARBAGE\r\n\r\n"),
-        std::string("GET /leader HTTP/1.1\r\n") + std::string(64 * 1024, 'x') + "\r\n\r\n"}) {
+       {std::string("GARBAGE\r\n\r\n"), std::string("GET /leader HTTP/1.1\r\n") +
+                                            std::string(size_t{64} * 1024, 'x') + "\r\n\r\n"}) {
     RawHttpConnection conn(a->http_port());
     std::optional<HttpResponse> res = conn.RoundTrip(garbage);
     ASSERT_TRUE(res);

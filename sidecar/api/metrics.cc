@@ -86,10 +86,10 @@ std::string CodeLabel(int code) { return code == 0 ? "error" : absl::StrCat(code
 Metrics::Metrics(const LeadershipPublisher* publisher, const Clock* clock, MetricsOptions options)
     : publisher_(publisher), clock_(clock), options_(std::move(options)) {}
 
-void Metrics::Increment(CounterFamily& family, std::string key) { ++family.values[std::move(key)]; }
+void Metrics::Increment(CounterFamily& family, const std::string& key) { ++family.values[key]; }
 
-void Metrics::Observe(HistogramFamily& family, std::string key, absl::Duration latency) {
-  Histogram& h = family.values[std::move(key)];
+void Metrics::Observe(HistogramFamily& family, const std::string& key, absl::Duration latency) {
+  Histogram& h = family.values[key];
   if (h.buckets.empty()) h.buckets.resize(options_.latency_buckets.size());
   const double seconds = absl::ToDoubleSeconds(latency);
   auto bound =
@@ -126,7 +126,7 @@ void Metrics::ObserveLeadershipLost() {
 void Metrics::ObserveHttpRequest(absl::string_view route, int code) {
   std::string key = Key({route, absl::StrCat(code)});
   absl::MutexLock lock(&mu_);
-  Increment(http_requests_, std::move(key));
+  Increment(http_requests_, key);
 }
 
 void Metrics::AddHttpConnections(int delta) {
@@ -137,7 +137,7 @@ void Metrics::AddHttpConnections(int delta) {
 void Metrics::ObserveGrpcRequest(absl::string_view method, int code) {
   std::string key = Key({method, absl::StrCat(code)});
   absl::MutexLock lock(&mu_);
-  Increment(grpc_requests_, std::move(key));
+  Increment(grpc_requests_, key);
 }
 
 void Metrics::AddWatchers(int delta) {

@@ -103,8 +103,8 @@ class Metrics {
     absl::flat_hash_map<std::string, Histogram> values;
   };
 
-  void Increment(CounterFamily& family, std::string key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void Observe(HistogramFamily& family, std::string key, absl::Duration latency)
+  void Increment(CounterFamily& family, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Observe(HistogramFamily& family, const std::string& key, absl::Duration latency)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RenderCounter(std::string& out, absl::string_view name, absl::string_view help,
                      const std::vector<absl::string_view>& label_names,

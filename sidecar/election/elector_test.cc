@@ -976,7 +976,7 @@ TEST_F(ElectorTest, NeverTwoLeadersAndTokensIncreaseUnderRandomFaults) {
     const size_t i = rng() % electors.size();
     switch (rng() % 10) {
       case 0:
-        store_.FailNextCalls(1 + rng() % 3, absl::UnavailableError("flaky"));
+        store_.FailNextCalls(static_cast<int>(1 + rng() % 3), absl::UnavailableError("flaky"));
         break;
       case 1:
         store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));

@@ -108,9 +108,9 @@ TEST_F(KubeControlPlaneTest, BadMicroTimeIsRefusedWithTheServersParseMessage) {
   absl::StatusOr<HttpResponse> raw =
       client->Send(ApiVerb::kCreate, LeasesPath(ns_), boost::json::serialize(lease));
   ASSERT_TRUE(raw.ok()) << raw.status();
-  const absl::Status s =
-      StatusFromResponse(ApiVerb::kCreate, "POST leases", raw->result_int(), raw->body());
-  std::printf("bad MicroTime: HTTP %d: %s\n", raw->result_int(), std::string(s.message()).c_str());
+  const int code = static_cast<int>(raw->result_int());
+  const absl::Status s = StatusFromResponse(ApiVerb::kCreate, "POST leases", code, raw->body());
+  std::printf("bad MicroTime: HTTP %d: %s\n", code, std::string(s.message()).c_str());
   EXPECT_THAT(raw->result_int(), ::testing::AnyOf(400, 422));
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("2006-01-02T15:04:05.000000Z07:00"));

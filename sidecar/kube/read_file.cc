@@ -7,18 +7,9 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "sidecar/common/errno_text.h"
 
 namespace baton::kube {
-namespace {
-
-// The text of errno value `err`. strerror() may share one buffer between
-// threads; this is the GNU strerror_r, which returns the text.
-std::string ErrnoText(int err) {
-  char buffer[256];
-  return strerror_r(err, buffer, sizeof buffer);
-}
-
-}  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -126,6 +126,7 @@ std::vector<char*> DashesToUnderscores(int argc, char** argv, std::vector<std::s
     std::replace(arg.begin() + 2, arg.begin() + static_cast<std::ptrdiff_t>(end), '-', '_');
   }
   std::vector<char*> out;
+  out.reserve(storage.size());
   for (std::string& a : storage) out.push_back(a.data());
   return out;
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <utility>
 
+#include "sidecar/common/errno_text.h"
 #include "sidecar/common/log.h"
 #include "sidecar/main/daemon.h"
 #include "sidecar/run/supervisor.h"
@@ -49,7 +50,7 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
   const Fd signals(signalfd(-1, &shutdown_signals, SFD_CLOEXEC | SFD_NONBLOCK));
   const Fd changes(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (signals.get() < 0 || changes.get() < 0) {
-    spdlog::error("event=start_failed error={} next=exit", LogValue(std::strerror(errno)));
+    spdlog::error("event=start_failed error={} next=exit", LogValue(ErrnoText(errno)));
     return 1;
   }
   absl::StatusOr<std::unique_ptr<Daemon>> started = Daemon::Start(config, std::move(rest));
@@ -79,7 +80,7 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
                        PollTimeout(wake, daemon.clock()->Monotonic()));
     if (n < 0 && errno != EINTR) {
       spdlog::error("event=poll_failed error={} next=\"stop the command, release, exit\"",
-                    LogValue(std::strerror(errno)));
+                    LogValue(ErrnoText(errno)));
       runner.Shutdown();
       continue;
     }

@@ -14,6 +14,7 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "sidecar/common/errno_text.h"
 
 extern char** environ;
 
@@ -73,6 +74,7 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
 
 std::vector<char*> Pointers(std::vector<std::string>& strings) {
   std::vector<char*> out;
+  out.reserve(strings.size() + 1);
   for (std::string& s : strings) out.push_back(s.data());
   out.push_back(nullptr);
   return out;
@@ -100,7 +102,7 @@ absl::StatusOr<pid_t> ProcessSupervisor::Start(const ChildSpec& spec) {
   const pid_t parent = getpid();
 
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", ErrnoText(errno)));
   if (pid == 0) {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -112,7 +114,9 @@ absl::StatusOr<pid_t> ProcessSupervisor::Start(const ChildSpec& spec) {
     sigaction(SIGPIPE, &dfl, nullptr);
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
+    // After fork only async-signal-safe calls are allowed, and the child has
+    // one thread: sigprocmask, not pthread_sigmask.
+    sigprocmask(SIG_SETMASK, &none, nullptr);  // NOLINT(concurrency-mt-unsafe)
     execvpe(argv[0], argv.data(), envp.data());
     _exit(errno == EACCES ? 126 : 127);
   }
@@ -125,7 +129,7 @@ absl::StatusOr<pid_t> ProcessSupervisor::Start(const ChildSpec& spec) {
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     pid_ = -1;
-    return absl::InternalError(absl::StrCat("pidfd_open: ", std::strerror(err)));
+    return absl::InternalError(absl::StrCat("pidfd_open: ", ErrnoText(err)));
   }
   if (absl::Status s = StartWatchdog(pid, spec.kill_by); !s.ok()) {
     kill(-pid, SIGKILL);
@@ -143,13 +147,13 @@ absl::Status ProcessSupervisor::StartWatchdog(pid_t pgid, MonoTime kill_by) {
   // watchdog has exited.
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
-    return absl::InternalError(absl::StrCat("socketpair: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("socketpair: ", ErrnoText(errno)));
   }
   const pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+    return absl::InternalError(absl::StrCat("fork: ", ErrnoText(errno)));
   }
   if (pid == 0) {
     // Keep only its end (as fd 3) and stdio: baton's end, baton's

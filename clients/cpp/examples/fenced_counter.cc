@@ -101,6 +101,7 @@ int main(int argc, char** argv) {
   ToyStore store;
   absl::Notification stop;  // notified here, not in the signal handler
   std::vector<std::thread> writers;
+  writers.reserve(addrs.size());
   for (const std::string& addr : addrs) {
     writers.emplace_back([&addr, &store, &stop] { Writer(addr, store, stop); });
   }

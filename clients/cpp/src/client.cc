@@ -329,7 +329,7 @@ absl::Status Client::RunWhileLeader(const LeaderWork& work, const absl::Notifica
   // Ends the running work (if it has not returned yet), then gives the term
   // back; returns the work's status.
   auto end = [&]() {
-    const absl::Status status = running->CancelAndJoin();
+    absl::Status status = running->CancelAndJoin();
     // Without the acknowledgement the handover is only slower.
     AcknowledgeStepDown(running->term().fencing_token).IgnoreError();
     return status;

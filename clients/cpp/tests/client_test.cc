@@ -61,17 +61,17 @@ TEST(ResolveGrpcAddrTest, ReadsTheEnvironment) {
       {"unix:/run/baton.sock", "unix:/run/baton.sock"},
   };
   for (const auto& [env, want] : cases) {
-    setenv("BATON_GRPC_ADDR", env, 1);
+    setenv("BATON_GRPC_ADDR", env, 1);  // NOLINT(concurrency-mt-unsafe): one thread
     EXPECT_EQ(ResolveGrpcAddr("").value_or("error"), want) << env;
   }
   for (const char* bad : {"4041", "localhost", "127.0.0.1:", "host:99999"}) {
-    setenv("BATON_GRPC_ADDR", bad, 1);
+    setenv("BATON_GRPC_ADDR", bad, 1);  // NOLINT(concurrency-mt-unsafe): one thread
     const absl::Status status = ResolveGrpcAddr("").status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_NE(status.message().find("BATON_GRPC_ADDR"), absl::string_view::npos) << status;
   }
   EXPECT_EQ(ResolveGrpcAddr(":9").value_or("error"), "127.0.0.1:9");
-  unsetenv("BATON_GRPC_ADDR");
+  unsetenv("BATON_GRPC_ADDR");  // NOLINT(concurrency-mt-unsafe): one thread
 }
 
 TEST(ClientTest, AbsentSidecarFailsFastWithAClearError) {

@@ -28,6 +28,7 @@ TEST(FenceTest, StartsFromAPersistedHighestToken) {
 TEST(FenceTest, IsSafeForConcurrentWriters) {
   Fence fence;
   std::vector<std::thread> writers;
+  writers.reserve(16);
   for (int32_t token = 0; token < 16; ++token) {
     writers.emplace_back([&fence, token] { fence.Admit(token).IgnoreError(); });
   }

@@ -6,6 +6,7 @@
 #include <openssl/x509v3.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -27,11 +28,11 @@ using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 using Cert = std::unique_ptr<X509, X509Free>;
 using Bio = std::unique_ptr<BIO, BioFree>;
 
-std::atomic<long> next_serial{1};
+std::atomic<int64_t> next_serial{1};
 
 std::string BioString(BIO* bio) {
   char* data = nullptr;
-  const long n = BIO_get_mem_data(bio, &data);
+  const int64_t n = BIO_get_mem_data(bio, &data);
   return std::string(data, static_cast<size_t>(n));
 }
 
@@ -72,7 +73,7 @@ Cert NewCert(EVP_PKEY* key, const std::string& cn) {
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), next_serial++);
   X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 24 * 3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), int64_t{24} * 3600);
   X509_set_pubkey(cert.get(), key);
   X509_NAME_add_entry_by_txt(X509_get_subject_name(cert.get()), "CN", MBSTRING_ASC,
                              reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
@@ -106,6 +107,7 @@ TestCert IssueTestCert(const TestCert& ca, const std::string& cn,
   AddExtension(cert.get(), ca_cert.get(), NID_subject_key_identifier, "hash");
   AddExtension(cert.get(), ca_cert.get(), NID_authority_key_identifier, "keyid:always");
   std::vector<std::string> sans;
+  sans.reserve(dns_names.size() + ips.size());
   for (const std::string& d : dns_names) sans.push_back(absl::StrCat("DNS:", d));
   for (const std::string& ip : ips) sans.push_back(absl::StrCat("IP:", ip));
   if (!sans.empty()) {
