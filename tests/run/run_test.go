@@ -21,11 +21,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"baton/tests/internal/cptest"
 	"baton/tests/internal/netfault"
+	"baton/tests/internal/proc"
 	"baton/tests/internal/sidecars"
 )
 
@@ -57,22 +57,6 @@ func intervalsBinary(t *testing.T) string {
 		t.Fatal(childErr)
 	}
 	return childBin
-}
-
-func boottime() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
-	return ts.Nano()
-}
-
-// alive says whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // group is the replicas of one test, campaigning for one Lease, and the
@@ -217,7 +201,7 @@ func (g *group) waitChild(seen int, timeout time.Duration) interval {
 func (g *group) waitRunning(timeout time.Duration) interval {
 	g.t.Helper()
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if ivs, _ := g.intervals(); len(ivs) > 0 && boottime()-ivs[len(ivs)-1].end < int64(100*time.Millisecond) {
+		if ivs, _ := g.intervals(); len(ivs) > 0 && proc.Boottime()-ivs[len(ivs)-1].end < int64(100*time.Millisecond) {
 			return ivs[len(ivs)-1]
 		}
 	}
@@ -283,10 +267,10 @@ func TestTwoReplicasHandOverOnSIGTERMAndKill(t *testing.T) {
 		case "kill -9":
 			killed := time.Now()
 			leader.Kill()
-			for alive(cur.pid) && time.Since(killed) < 2*time.Second {
+			for proc.Alive(cur.pid) && time.Since(killed) < 2*time.Second {
 				time.Sleep(time.Millisecond)
 			}
-			if alive(cur.pid) {
+			if proc.Alive(cur.pid) {
 				t.Fatalf("round %d: the child %d outlived its kill -9'd baton by 2s", round, cur.pid)
 			}
 			t.Logf("round %d: the child of the kill -9'd baton was gone %v after the kill", round,
@@ -366,7 +350,7 @@ func TestChildIgnoringTheStopSignalIsKilledAtTheGrace(t *testing.T) {
 	r := g.start()
 	child := g.waitChild(0, 20*time.Second)
 	time.Sleep(100 * time.Millisecond)
-	signaled := boottime()
+	signaled := proc.Boottime()
 	r.Signal(syscall.SIGTERM)
 	sidecars.CheckExitAfterSIGTERM(t, r.Member)
 	ivs := g.check()
@@ -381,7 +365,7 @@ func TestChildIgnoringTheStopSignalIsKilledAtTheGrace(t *testing.T) {
 	if !strings.Contains(r.Log(), "event=child_killed") {
 		t.Errorf("no event=child_killed in baton's log")
 	}
-	if alive(child.pid) {
+	if proc.Alive(child.pid) {
 		t.Errorf("child %d still runs after baton exited", child.pid)
 	}
 }

@@ -24,25 +24,8 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"baton/tests/internal/proc"
 )
-
-func now() int64 {
-	var ts unix.Timespec
-	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
-	return ts.Nano()
-}
-
-// alive says whether pid runs (a zombie does not).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
 
 // earlierChildren are the pids the file names, other than self.
 func earlierChildren(path string) []int {
@@ -75,7 +58,7 @@ func main() {
 	exitAfter := flag.Duration("exit-after", 0, "exit on its own after this long (0: never)")
 	exitCode := flag.Int("exit-code", 0, "the code to exit with after --exit-after")
 	flag.Parse()
-	start := now()
+	start := proc.Boottime()
 	f, err := os.OpenFile(*path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -83,11 +66,11 @@ func main() {
 	}
 	token, identity := os.Getenv("BATON_FENCING_TOKEN"), os.Getenv("BATON_IDENTITY")
 	line := func() {
-		fmt.Fprintf(f, "%s %s %d %d %d\n", token, identity, os.Getpid(), start, now())
+		fmt.Fprintf(f, "%s %s %d %d %d\n", token, identity, os.Getpid(), start, proc.Boottime())
 	}
 	line()
 	for _, pid := range earlierChildren(*path) {
-		if alive(pid) {
+		if proc.Alive(pid) {
 			fmt.Fprintf(f, "ALIVE %d %d\n", pid, os.Getpid())
 		}
 	}
