@@ -161,7 +161,9 @@ TEST(HttpFloodTest, HealthzAnswersWithinBudgetWhileThousandsOfConnectionsMisbeha
   ::testing::Test::RecordProperty("slowest_probe_us",
                                   static_cast<int>(absl::ToInt64Microseconds(slowest)));
 
-  EXPECT_GT(flood.opened(), kHeldConnections);
+  // The flood must have gone well past the server's limit, so evictions
+  // happened all along (how far past depends on the machine's speed).
+  EXPECT_GT(flood.opened(), 2 * options.max_connections);
   EXPECT_GE(probes, 50);
   EXPECT_EQ(failed, 0) << "of " << probes << " probes";
   EXPECT_LT(slowest, kProbeBudget) << "over " << probes << " probes";
