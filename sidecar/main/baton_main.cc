@@ -89,7 +89,14 @@ ABSL_FLAG(std::string, namespace, "",
           "baton leases: the namespace to audit. Default: the kubeconfig context's, else "
           "\"default\".");
 ABSL_FLAG(bool, all_namespaces, false, "baton leases: audit every namespace.");
-ABSL_FLAG(std::string, output, "text", "baton leases: text (one line per Lease) or json.");
+ABSL_FLAG(std::string, output, "text",
+          "baton leases: text (one line per Lease), wide (text plus acquire time, renew age and "
+          "validity estimate) or json.");
+ABSL_FLAG(std::string, context, "",
+          "baton leases: the kubeconfig context to use. Default: its current-context.");
+ABSL_FLAG(bool, watch, false,
+          "baton leases: after the listing, print each Lease change (new holder, transitions, "
+          "duration, deletion) as it happens, until interrupted.");
 
 namespace baton {
 namespace {
@@ -178,6 +185,10 @@ int LeasesMain(int argc, char** argv) {
   options.namespace_name = absl::GetFlag(FLAGS_namespace);
   options.all_namespaces = absl::GetFlag(FLAGS_all_namespaces);
   options.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  options.kubeconfig_env = Env("KUBECONFIG");
+  options.home = Env("HOME");
+  options.context = absl::GetFlag(FLAGS_context);
+  options.watch = absl::GetFlag(FLAGS_watch);
   options.output = *output;
   return tools::RunLeases(options, *SystemClock(), std::cout, std::cerr);
 }
@@ -187,10 +198,11 @@ int LeasesMain(int argc, char** argv) {
 // that campaigns in x.
 absl::Status RejectLeasesFlags() {
   if (!absl::GetFlag(FLAGS_namespace).empty() || absl::GetFlag(FLAGS_all_namespaces) ||
-      absl::GetFlag(FLAGS_output) != "text") {
+      absl::GetFlag(FLAGS_output) != "text" || !absl::GetFlag(FLAGS_context).empty() ||
+      absl::GetFlag(FLAGS_watch)) {
     return absl::InvalidArgumentError(
-        "--namespace, --all-namespaces and --output belong to `baton leases`; the sidecar's "
-        "namespace flag is --lease-namespace");
+        "--namespace, --all-namespaces, --output, --context and --watch belong to `baton "
+        "leases`; the sidecar's namespace flag is --lease-namespace");
   }
   return absl::OkStatus();
 }
@@ -256,7 +268,7 @@ int Main(int argc, char** argv) {
       "  baton --lease-name=NAME [flags]      run the sidecar\n"
       "  baton run --lease-name=NAME [flags] -- CMD [ARGS...]\n"
       "                                      run CMD only while leading (docs/run.md)\n"
-      "  baton leases [--namespace=NS | --all-namespaces] [--output=text|json]\n"
+      "  baton leases [--namespace=NS | --all-namespaces] [--output=text|wide|json] [--watch]\n"
       "                                      audit Leases (see baton leases --help)\n"
       "Flags may be written with dashes or underscores (--lease-name, --lease_name).");
   std::vector<std::string> storage;
