@@ -1,7 +1,8 @@
-// deploy/components/baton, the kustomize Component that adds baton to an
-// existing workload, as deploy/examples/component uses it: two workloads
-// (a Deployment and a StatefulSet) in one namespace, applied to the real API
-// server. Without a kubelet, the test runs what the stored Pod templates
+// Adding baton to workloads you already have: deploy/components/baton, the
+// kustomize Component, as deploy/examples/component uses it (a Deployment
+// and a StatefulSet in one namespace), and deploy/helm/baton-lib, the Helm
+// library, as deploy/examples/helm-library uses it (two releases in one
+// namespace), each applied to the real API server. Without a kubelet, the test runs what the stored Pod templates
 // describe: baton processes authenticated as the template's ServiceAccount,
 // with the sidecar container's own arguments.
 package deploy
@@ -103,19 +104,55 @@ func TestComponentAddsBatonToTwoWorkloadsSharingANamespace(t *testing.T) {
 				t.Errorf("image %q, want the one the example's images: names", baton.Image)
 			}
 
-			// With the template's 15s lease duration a sidecar that finds no
-			// Lease waits out a lease duration (and margins) before creating it.
-			members := runTemplate(t, ns, w.name, spec, 2)
-			leader, st := sidecars.WaitLeader(t, members, 30*time.Second)
-			holder := cp.MustKubectl(t, "", "get", "lease", w.name, "-n", ns, "-o", "jsonpath={.spec.holderIdentity}")
-			if holder != leader.Name || st.HolderIdentity != leader.Name {
-				t.Errorf("Lease %s holder %q, /leader holder %q; want the leader %q", w.name, holder, st.HolderIdentity, leader.Name)
+			checkElects(t, ns, w.kind, w.name, w.name)
+		})
+	}
+}
+
+// checkElects runs two sidecars from the stored Pod template of kind/name
+// and waits until one of them holds lease, with nothing refused by RBAC.
+func checkElects(t *testing.T, ns, kind, name, lease string) {
+	t.Helper()
+	spec := podTemplateOf(t, ns, kind, name)
+	// With the template's 15s lease duration a sidecar that finds no Lease
+	// waits out a lease duration (and margins) before creating it.
+	members := runTemplate(t, ns, lease, spec, 2)
+	leader, st := sidecars.WaitLeader(t, members, 30*time.Second)
+	holder := cp.MustKubectl(t, "", "get", "lease", lease, "-n", ns, "-o", "jsonpath={.spec.holderIdentity}")
+	if holder != leader.Name || st.HolderIdentity != leader.Name {
+		t.Errorf("Lease %s holder %q, /leader holder %q; want the leader %q", lease, holder, st.HolderIdentity, leader.Name)
+	}
+	for _, m := range members {
+		if log := m.Log(); strings.Contains(log, "HTTP 403") || strings.Contains(log, "Forbidden") {
+			t.Errorf("%s was refused something by RBAC:\n%s", m.Name, log)
+		}
+	}
+}
+
+func TestHelmLibraryAddsBatonToTwoReleasesSharingANamespace(t *testing.T) {
+	chart := repo("deploy", "examples", "helm-library")
+	helm(t, "lint", "--strict", chart)
+	ns := cp.Namespace(t, "helmlib")
+	releases := []string{"web", "api"}
+	for _, r := range releases {
+		manifests := helm(t, "template", r, chart, "--namespace", ns)
+		cp.MustKubectl(t, manifests, "apply", "--server-side", "--field-manager=baton-deploy-test", "-n", ns, "-f", "-")
+	}
+	for _, r := range releases {
+		t.Run(r, func(t *testing.T) {
+			t.Parallel()         // each waits out a lease duration before its first election
+			name := r + "-baton" // ServiceAccount, Role, RoleBinding and Lease
+			checkRoleNamesLease(t, ns, name, name)
+			checkSidecarRBAC(t, ns, name, name)
+			spec := podTemplateOf(t, ns, "deployment", r)
+			if spec.ServiceAccountName != name {
+				t.Errorf("serviceAccountName %q, want %q", spec.ServiceAccountName, name)
 			}
-			for _, m := range members {
-				if log := m.Log(); strings.Contains(log, "HTTP 403") || strings.Contains(log, "Forbidden") {
-					t.Errorf("%s was refused something by RBAC:\n%s", m.Name, log)
-				}
+			if c := findContainer(spec.InitContainers, "baton"); c == nil || c.RestartPolicy == nil ||
+				*c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+				t.Fatalf("no native baton sidecar in %v", spec.InitContainers)
 			}
+			checkElects(t, ns, "deployment", r, name)
 		})
 	}
 }
