@@ -9,7 +9,7 @@ use tonic::Status;
 
 use crate::clock::boottime;
 use crate::error::Error;
-use crate::leadership::{check_leader, Fencing, Leadership};
+use crate::leadership::{Fencing, Leadership};
 use crate::v1::leader_election_client::LeaderElectionClient;
 use crate::v1::{AcknowledgeStepDownRequest, GetLeadershipRequest, ResignRequest};
 
@@ -20,6 +20,12 @@ pub const DEFAULT_GRPC_ADDR: &str = "127.0.0.1:4041";
 /// `host:port`, or `:port` for 127.0.0.1.
 pub const ENV_GRPC_ADDR: &str = "BATON_GRPC_ADDR";
 
+/// The environment variable naming the Lease a client expects when
+/// [`ClientBuilder::lease`] is not used.
+pub const ENV_LEASE_NAME: &str = "BATON_LEASE_NAME";
+/// The environment variable naming the namespace of that Lease.
+pub const ENV_LEASE_NAMESPACE: &str = "BATON_LEASE_NAMESPACE";
+
 /// Default of [`ClientBuilder::call_timeout`].
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default of [`ClientBuilder::heartbeat_interval`].
@@ -28,6 +34,22 @@ pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 pub const DEFAULT_MIN_BACKOFF: Duration = Duration::from_millis(100);
 /// Default of the longest delay of [`ClientBuilder::reconnect_backoff`].
 pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// Names a Lease: the one a client expects its sidecar to serve, or the one
+/// a sidecar serves.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeaseRef {
+    /// The Lease's name.
+    pub name: String,
+    /// Its namespace; in an expected Lease, empty means any.
+    pub namespace: String,
+}
+
+impl std::fmt::Display for LeaseRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
 
 /// A client of one baton sidecar.
 ///
@@ -49,8 +71,7 @@ pub(crate) struct Options {
     pub(crate) heartbeat_interval: Duration,
     pub(crate) min_backoff: Duration,
     pub(crate) max_backoff: Duration,
-    lease_name: Option<String>,
-    lease_namespace: Option<String>,
+    lease: Option<LeaseRef>,
 }
 
 /// Configures a [`Client`]; every setting has a default.
@@ -63,8 +84,7 @@ pub struct ClientBuilder {
     heartbeat_interval: Duration,
     min_backoff: Duration,
     max_backoff: Duration,
-    lease_name: Option<String>,
-    lease_namespace: Option<String>,
+    lease: Option<LeaseRef>,
 }
 
 impl Default for ClientBuilder {
@@ -76,8 +96,7 @@ impl Default for ClientBuilder {
             heartbeat_interval: DEFAULT_HEARTBEAT_INTERVAL,
             min_backoff: DEFAULT_MIN_BACKOFF,
             max_backoff: DEFAULT_MAX_BACKOFF,
-            lease_name: None,
-            lease_namespace: None,
+            lease: None,
         }
     }
 }
@@ -125,26 +144,26 @@ impl ClientBuilder {
         self
     }
 
-    /// Expects the sidecar to serve the Lease of this name: an answer about
-    /// another Lease fails with [`Error::WrongLease`] (two workloads'
-    /// sidecars on one network namespace, with `hostNetwork`, or a wrong
-    /// address). Not checked by default.
-    pub fn lease_name(mut self, name: impl Into<String>) -> Self {
-        self.lease_name = Some(name.into());
-        self
-    }
-
-    /// Expects the sidecar's Lease to be in this namespace, as
-    /// [`lease_name`](Self::lease_name) does for its name.
-    pub fn lease_namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.lease_namespace = Some(namespace.into());
+    /// The Lease this client expects the sidecar to serve, overriding
+    /// `$BATON_LEASE_NAME` and `$BATON_LEASE_NAMESPACE`. Every answer from a
+    /// sidecar serving another Lease then fails with [`Error::WrongLease`]:
+    /// with two sidecars on one network namespace (`hostNetwork`), an
+    /// address mix-up would otherwise let this application act on another
+    /// workload's leadership. An empty namespace checks the name only.
+    /// Without this or `$BATON_LEASE_NAME`, any Lease is accepted.
+    pub fn lease(mut self, name: impl Into<String>, namespace: impl Into<String>) -> Self {
+        self.lease = Some(LeaseRef {
+            name: name.into(),
+            namespace: namespace.into(),
+        });
         self
     }
 
     /// Makes the client. It does not connect yet: a missing sidecar shows as
     /// [`Error::Unavailable`] on the first call. Fails with
     /// [`Error::Config`] for a malformed address (from here or
-    /// `$BATON_GRPC_ADDR`) or client id.
+    /// `$BATON_GRPC_ADDR`), client id or expected Lease (one without a
+    /// name).
     ///
     /// Must be called within a Tokio runtime (the connection's background
     /// task is spawned on it).
@@ -175,8 +194,7 @@ impl ClientBuilder {
                 heartbeat_interval: self.heartbeat_interval,
                 min_backoff: self.min_backoff,
                 max_backoff: self.max_backoff,
-                lease_name: self.lease_name,
-                lease_namespace: self.lease_namespace,
+                lease: expected_lease(self.lease)?,
             }),
         })
     }
@@ -246,8 +264,7 @@ impl Client {
     /// the token (see [`Fence`](crate::Fence)): a write already on its way
     /// when leadership ends can only be stopped there.
     pub async fn require_leader(&self, min_validity: Duration) -> Result<Fencing, Error> {
-        let l = self.leadership().await?;
-        check_leader(&l, min_validity, boottime())
+        self.leadership().await?.require(min_validity)
     }
 
     /// Blocks until this pod leads and returns that state, through sidecar
@@ -314,22 +331,30 @@ impl Client {
         }
     }
 
+    /// The Lease this client expects the sidecar to serve, if any (see
+    /// [`ClientBuilder::lease`]).
+    pub fn expected_lease(&self) -> Option<&LeaseRef> {
+        self.opts.lease.as_ref()
+    }
+
     /// Refuses an answer about another Lease than the expected one.
     pub(crate) fn check_lease(&self, l: &Leadership) -> Result<(), Error> {
-        let o = &self.opts;
-        let name_ok = o.lease_name.as_ref().is_none_or(|n| *n == l.lease_name);
-        let namespace_ok = o
-            .lease_namespace
-            .as_ref()
-            .is_none_or(|ns| *ns == l.lease_namespace);
-        if name_ok && namespace_ok {
+        let Some(expected) = &self.opts.lease else {
+            return Ok(());
+        };
+        let served = LeaseRef {
+            name: l.lease_name.clone(),
+            namespace: l.lease_namespace.clone(),
+        };
+        if expected.name == served.name
+            && (expected.namespace.is_empty() || expected.namespace == served.namespace)
+        {
             return Ok(());
         }
-        let part = |p: &Option<String>| p.as_deref().unwrap_or("*").to_owned();
         Err(Error::WrongLease {
-            addr: o.addr.clone(),
-            expected: format!("{}/{}", part(&o.lease_namespace), part(&o.lease_name)),
-            served: format!("{}/{}", l.lease_namespace, l.lease_name),
+            addr: self.opts.addr.clone(),
+            expected: expected.clone(),
+            served,
         })
     }
 }
@@ -343,6 +368,25 @@ pub fn resolve_addr() -> Result<String, Error> {
         }
         _ => Ok(DEFAULT_GRPC_ADDR.to_owned()),
     }
+}
+
+/// The Lease of [`ClientBuilder::lease`], else of `$BATON_LEASE_NAME` and
+/// `$BATON_LEASE_NAMESPACE`; `None` when none is set.
+fn expected_lease(lease: Option<LeaseRef>) -> Result<Option<LeaseRef>, Error> {
+    let env = |name| std::env::var(name).unwrap_or_default();
+    let lease = lease.unwrap_or_else(|| LeaseRef {
+        name: env(ENV_LEASE_NAME),
+        namespace: env(ENV_LEASE_NAMESPACE),
+    });
+    if lease.name.is_empty() && lease.namespace.is_empty() {
+        return Ok(None);
+    }
+    if lease.name.is_empty() {
+        return Err(Error::Config(format!(
+            "the expected Lease (ClientBuilder::lease or ${ENV_LEASE_NAME}) needs a name"
+        )));
+    }
+    Ok(Some(lease))
 }
 
 /// `host:port` as given, `:port` as 127.0.0.1:port; anything else is

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use tonic::{Code, Status};
 
+use crate::client::LeaseRef;
 use crate::leadership::Leadership;
 
 /// Everything this crate can fail with.
@@ -35,14 +36,14 @@ pub enum Error {
     /// The sidecar that answered serves another Lease than the one this
     /// client was told to expect (two sidecars on one network namespace,
     /// or a wrong address). Its answers are not about this application.
-    #[error("the baton sidecar at {addr} serves Lease {served}, not the expected {expected}")]
+    #[error("the baton sidecar at {addr} serves Lease {served}, not the expected {expected} (is $BATON_GRPC_ADDR right?)")]
     WrongLease {
         /// The sidecar address this client uses.
         addr: String,
-        /// The expected Lease, `namespace/name` (`*` for a part not checked).
-        expected: String,
-        /// The Lease the sidecar serves, `namespace/name`.
-        served: String,
+        /// The Lease the client expects ([`ClientBuilder::lease`](crate::ClientBuilder::lease)).
+        expected: LeaseRef,
+        /// The Lease the sidecar serves.
+        served: LeaseRef,
     },
 
     /// The sidecar answered with an error other than unavailability (for
@@ -116,10 +117,13 @@ impl Error {
         matches!(self, Error::NotLeader(_))
     }
 
-    /// Maps a failed call's status: the codes a missing, restarting or
-    /// paused sidecar produces become [`Error::Unavailable`], every other
-    /// code [`Error::Status`].
-    pub(crate) fn from_status(addr: &str, status: Status) -> Error {
+    /// Maps the status of a failed call to the sidecar at `addr`: the codes
+    /// a missing, restarting or paused sidecar produces (`UNAVAILABLE`,
+    /// `DEADLINE_EXCEEDED`, `UNIMPLEMENTED`, `CANCELLED`) become
+    /// [`Error::Unavailable`], every other code [`Error::Status`]. The
+    /// client's own calls use it; it is public for calls made with the
+    /// [`v1`](crate::v1) stubs directly.
+    pub fn from_status(addr: &str, status: Status) -> Error {
         let addr = addr.to_owned();
         match status.code() {
             Code::Unavailable | Code::DeadlineExceeded | Code::Unimplemented | Code::Cancelled => {

@@ -82,6 +82,32 @@ impl Leadership {
         self.valid_until_boottime.saturating_sub(now)
     }
 
+    /// The require-leader decision on this state, now: its fencing values if
+    /// it leads with some validity left and at least `min_validity`,
+    /// [`Error::NotLeader`] otherwise. This is what
+    /// [`Client::require_leader`](crate::Client::require_leader) decides on
+    /// a fresh answer; on a state a watch yielded it saves the round trip.
+    pub fn require(&self, min_validity: Duration) -> Result<Fencing, Error> {
+        self.require_at(min_validity, clock::boottime())
+    }
+
+    /// [`require`](Self::require) at the `CLOCK_BOOTTIME` reading `now`.
+    pub fn require_at(&self, min_validity: Duration, now: Duration) -> Result<Fencing, Error> {
+        let remaining = self.remaining_at(now);
+        if !self.is_leader || remaining.is_zero() || remaining < min_validity {
+            return Err(Error::NotLeader(Box::new(NotLeader {
+                leadership: self.clone(),
+                min_validity,
+                remaining,
+            })));
+        }
+        Ok(Fencing {
+            token: self.fencing_token,
+            revision: self.fencing_revision,
+            valid_until_boottime: self.valid_until_boottime,
+        })
+    }
+
     /// Whether this state leads at `now`: leader with a guarantee left.
     pub(crate) fn leads_at(&self, now: Duration) -> bool {
         self.is_leader && !self.stepping_down && self.remaining_at(now) > Duration::ZERO
@@ -125,7 +151,7 @@ impl Leadership {
 
     /// Converts a `baton.v1.Leadership` message; `since` as in
     /// [`from_json`](Self::from_json).
-    pub(crate) fn from_proto(m: v1::Leadership, since: Duration) -> Self {
+    pub fn from_proto(m: v1::Leadership, since: Duration) -> Self {
         let valid_for = m.valid_for.map(proto_duration).unwrap_or_default();
         let deadline = m
             .valid_until_boottime
@@ -220,29 +246,6 @@ impl Fencing {
     pub fn remaining(&self) -> Duration {
         self.valid_until_boottime.saturating_sub(clock::boottime())
     }
-}
-
-/// The require-leader decision on `l` at the `CLOCK_BOOTTIME` reading `now`:
-/// its fencing values if it leads with strictly more than `min_validity`
-/// left, [`Error::NotLeader`] otherwise.
-pub(crate) fn check_leader(
-    l: &Leadership,
-    min_validity: Duration,
-    now: Duration,
-) -> Result<Fencing, Error> {
-    let remaining = l.remaining_at(now);
-    if !l.is_leader || remaining.is_zero() || remaining <= min_validity {
-        return Err(Error::NotLeader(Box::new(NotLeader {
-            leadership: l.clone(),
-            min_validity,
-            remaining,
-        })));
-    }
-    Ok(Fencing {
-        token: l.fencing_token,
-        revision: l.fencing_revision,
-        valid_until_boottime: l.valid_until_boottime,
-    })
 }
 
 /// A proto Duration as a std Duration; negative values count as zero.
