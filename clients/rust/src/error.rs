@@ -120,16 +120,22 @@ impl Error {
     /// Maps the status of a failed call to the sidecar at `addr`: the codes
     /// a missing, restarting or paused sidecar produces (`UNAVAILABLE`,
     /// `DEADLINE_EXCEEDED`, `UNIMPLEMENTED`, `CANCELLED`) become
-    /// [`Error::Unavailable`], every other code [`Error::Status`]. The
-    /// client's own calls use it; it is public for calls made with the
-    /// [`v1`](crate::v1) stubs directly.
+    /// [`Error::Unavailable`], and so does any status the transport made
+    /// of a local failure (one with a [source](std::error::Error::source),
+    /// such as a connection broken mid-stream, which tonic reports as
+    /// `UNKNOWN`); every other status the sidecar answered with becomes
+    /// [`Error::Status`]. The client's own calls use it; it is public for
+    /// calls made with the [`v1`](crate::v1) stubs directly.
     pub fn from_status(addr: &str, status: Status) -> Error {
         let addr = addr.to_owned();
-        match status.code() {
-            Code::Unavailable | Code::DeadlineExceeded | Code::Unimplemented | Code::Cancelled => {
-                Error::Unavailable { addr, status }
-            }
-            _ => Error::Status { addr, status },
+        let unavailable = matches!(
+            status.code(),
+            Code::Unavailable | Code::DeadlineExceeded | Code::Unimplemented | Code::Cancelled
+        );
+        if unavailable || std::error::Error::source(&status).is_some() {
+            Error::Unavailable { addr, status }
+        } else {
+            Error::Status { addr, status }
         }
     }
 }
@@ -166,5 +172,23 @@ impl std::fmt::Display for NotLeader {
         } else {
             write!(f, "not leader: the Lease is held by {}", l.holder_identity)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_transport_failure_is_unavailable_whatever_its_code() {
+        let broken = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "stream closed");
+        let status = Status::from_error(Box::new(broken));
+        assert_eq!(status.code(), Code::Unknown);
+        assert!(Error::from_status("a", status).is_unavailable());
+        let answered = Status::new(Code::Unknown, "from the sidecar");
+        assert!(matches!(
+            Error::from_status("a", answered),
+            Error::Status { .. }
+        ));
     }
 }
