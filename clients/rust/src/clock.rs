@@ -10,7 +10,7 @@ use std::time::Duration;
 ///
 /// Off Linux there is no `CLOCK_BOOTTIME`; this reads `CLOCK_MONOTONIC`
 /// instead, and answers count their validity from when they were asked for
-/// (see [`SHARES_SIDECAR_CLOCK`]).
+/// rather than to the sidecar's deadline.
 pub fn boottime() -> Duration {
     let mut ts = libc::timespec {
         tv_sec: 0,

@@ -201,7 +201,10 @@ impl WatchState {
     /// Takes in one message: the state to yield if it is news, `None` if
     /// not; an answer about another Lease fails the stream.
     fn received(&mut self, m: WatchLeadershipResponse) -> Result<Option<Leadership>, Error> {
-        let l = Leadership::from_proto(m.leadership.unwrap_or_default(), boottime());
+        let mut l = Leadership::from_proto(m.leadership.unwrap_or_default(), boottime());
+        if l.is_leader && l.remaining().is_zero() {
+            l = l.expired(); // it lapsed on the way: never yield it as leader
+        }
         if let Err(e) = self.client.check_lease(&l) {
             return self.fail(e).map(Some);
         }
@@ -248,6 +251,76 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::v1;
+
+    fn message(is_leader: bool, token: i32, valid_for: Duration) -> WatchLeadershipResponse {
+        let deadline = boottime() + valid_for;
+        WatchLeadershipResponse {
+            event: 0,
+            leadership: Some(v1::Leadership {
+                is_leader,
+                identity: "a".into(),
+                holder_identity: "a".into(),
+                fencing_token: token,
+                lease_name: "l".into(),
+                lease_namespace: "ns".into(),
+                observed: true,
+                valid_for: Some(prost_types::Duration {
+                    seconds: valid_for.as_secs() as i64,
+                    nanos: valid_for.subsec_nanos() as i32,
+                }),
+                valid_until_boottime: Some(prost_types::Duration {
+                    seconds: deadline.as_secs() as i64,
+                    nanos: deadline.subsec_nanos() as i32,
+                }),
+                ..Default::default()
+            }),
+        }
+    }
+
+    fn state(builder: crate::ClientBuilder) -> WatchState {
+        WatchState::new(builder.addr("127.0.0.1:1").build().unwrap())
+    }
+
+    #[tokio::test]
+    async fn yields_news_only_and_never_a_lapsed_leader() {
+        let mut w = state(Client::builder());
+        let first = w
+            .received(message(true, 7, Duration::ZERO))
+            .unwrap()
+            .expect("the first state");
+        assert!(
+            !first.is_leader,
+            "a leader answer that lapsed on the way is a follower's"
+        );
+        let leader = w
+            .received(message(true, 7, Duration::from_secs(5)))
+            .unwrap()
+            .expect("news");
+        assert!(leader.is_leader && leader.remaining() > Duration::ZERO);
+        assert!(
+            w.received(message(true, 7, Duration::from_secs(5)))
+                .unwrap()
+                .is_none(),
+            "a heartbeat"
+        );
+        let next = w
+            .received(message(true, 8, Duration::from_secs(5)))
+            .unwrap()
+            .expect("a new token");
+        assert_eq!(next.fencing_token, 8);
+    }
+
+    #[tokio::test]
+    async fn refuses_another_lease_and_drops_the_stream() {
+        let mut w = state(Client::builder().lease("other", ""));
+        w.failed = false;
+        let e = w
+            .received(message(true, 7, Duration::from_secs(5)))
+            .unwrap_err();
+        assert!(matches!(e, Error::WrongLease { .. }), "{e}");
+        assert!(w.failed && w.stream.is_none() && w.last.is_none());
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_up_to_the_maximum_and_resets() {
