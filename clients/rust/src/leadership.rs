@@ -108,6 +108,37 @@ impl Leadership {
         })
     }
 
+    /// The server-side-apply field manager for Kubernetes writes made under
+    /// this answer's leadership: the sidecar's holder identity, or `""` for a
+    /// state without one. Every sidecar process has an identity of its own,
+    /// so every term has a manager of its own. Leader work that writes
+    /// Kubernetes objects takes its fields over once at the start of the
+    /// term (`force: true`) and applies every later write without force;
+    /// then if two pods believe they lead at once, the one whose fields were
+    /// taken over gets 409 Conflict naming the other's manager instead of
+    /// silently overwriting its writes.
+    ///
+    /// The API server takes at most 128 printable characters: an identity
+    /// that is longer, or has anything but printable ASCII, becomes its first
+    /// 111 bytes (others replaced by `_`), `-` and the 16 hex digits of its
+    /// 64-bit FNV-1a hash, the same in every baton client.
+    pub fn field_manager(&self) -> String {
+        const MAX: usize = 128;
+        let id = self.identity.as_bytes();
+        let printable = |b: &u8| (0x20..=0x7e).contains(b);
+        if id.len() <= MAX && id.iter().all(printable) {
+            return self.identity.clone();
+        }
+        let hash = id.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        let prefix: String = id[..id.len().min(MAX - 17)]
+            .iter()
+            .map(|b| if printable(b) { char::from(*b) } else { '_' })
+            .collect();
+        format!("{prefix}-{hash:016x}")
+    }
+
     /// Whether this state leads at `now`: leader with a guarantee left.
     pub(crate) fn leads_at(&self, now: Duration) -> bool {
         self.is_leader && !self.stepping_down && self.remaining_at(now) > Duration::ZERO
@@ -437,6 +468,34 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn manager(identity: &str) -> String {
+        Leadership {
+            identity: identity.into(),
+            ..Default::default()
+        }
+        .field_manager()
+    }
+
+    #[test]
+    fn field_manager_is_the_identity_when_the_api_server_takes_it() {
+        for id in ["web-0_3f9a1c", &"a".repeat(128), "pod name with spaces"] {
+            assert_eq!(manager(id), id);
+        }
+        assert_eq!(manager(""), "");
+    }
+
+    /// The same identities and managers as the other clients' tests.
+    #[test]
+    fn field_manager_is_the_same_in_every_client() {
+        let long = format!("{}_1", "x".repeat(200));
+        assert_eq!(
+            manager(&long),
+            format!("{}-090fac22cfc2b4ad", "x".repeat(111))
+        );
+        assert_eq!(manager("tab\there"), "tab_here-778309ed1f28b0f9");
+        assert_eq!(manager("ünïcode"), "__n__code-b1b0d40350a25beb");
+    }
 
     #[test]
     fn parses_durations() {
