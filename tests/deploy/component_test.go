@@ -100,7 +100,7 @@ func TestComponentAddsBatonToTwoWorkloadsSharingANamespace(t *testing.T) {
 			if !slices.Contains(baton.Args, "--lease-name="+w.name) {
 				t.Errorf("args %v, want --lease-name=%s", baton.Args, w.name)
 			}
-			if baton.Image != "registry.example.com/baton:0.2.0" {
+			if baton.Image != "ghcr.io/baton-sidecar/baton:0.2.0" {
 				t.Errorf("image %q, want the one the example's images: names", baton.Image)
 			}
 

@@ -29,7 +29,7 @@ retryPeriod: 2s
 releaseOnShutdown: true
 shutdownGrace: 5s
 image:
-  repository: registry.example.com/baton
+  repository: ghcr.io/baton-sidecar/baton
   tag: ""
   pullPolicy: IfNotPresent
 sidecarMode: native
