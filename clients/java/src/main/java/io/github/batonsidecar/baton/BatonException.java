@@ -1,0 +1,35 @@
+package io.github.batonsidecar.baton;
+
+/**
+ * The base of every exception the baton client throws. Whatever the subclass, the application
+ * must act as a follower when it sees one: an error never means "leader".
+ *
+ * <p>Unchecked, as gRPC's own {@code StatusRuntimeException} is; the subclasses say what happened
+ * ({@link SidecarUnavailableException}, {@link NotLeaderException}, {@link WrongLeaseException},
+ * {@link StaleTokenException}, {@link StaleRevisionException}). A plain {@code BatonException} is
+ * any other failure: a sidecar's refusal (its gRPC status is in {@link #status()}), an answer that
+ * cannot be parsed, or an interrupted call.
+ */
+public class BatonException extends RuntimeException {
+  private static final long serialVersionUID = 1L;
+
+  private final transient io.grpc.Status status;
+
+  public BatonException(String message) {
+    this(message, null, null);
+  }
+
+  public BatonException(String message, Throwable cause) {
+    this(message, cause, null);
+  }
+
+  BatonException(String message, Throwable cause, io.grpc.Status status) {
+    super(message, cause);
+    this.status = status;
+  }
+
+  /** The sidecar's gRPC status when a call failed with one, else null. */
+  public io.grpc.Status status() {
+    return status;
+  }
+}
