@@ -165,8 +165,8 @@ public final class BatonClient implements AutoCloseable {
   }
 
   /**
-   * The fencing token to tag a write with, if this pod leads with more than {@code minValidity}
-   * of guaranteed leadership left (counted from when the sidecar answered). Ask right before each
+   * The fencing token to tag a write with, if this pod leads with at least {@code minValidity}
+   * (and more than zero) of guaranteed leadership left (counted from when the sidecar answered). Ask right before each
    * write, with {@code minValidity} the time the write needs, and send the token with it.
    *
    * @throws NotLeaderException when this pod does not lead, or not for long enough
@@ -186,12 +186,12 @@ public final class BatonClient implements AutoCloseable {
 
   /**
    * The decision of {@link #requireLeader} on {@code l} at the {@code CLOCK_BOOTTIME} reading
-   * {@code now}: {@code l} if it leads with more than {@code minValidity} left, else a {@link
+   * {@code now}: {@code l} if it leads with at least {@code minValidity} (and more than zero) left, else a {@link
    * NotLeaderException}.
    */
   static Leadership requireValidity(Leadership l, Duration minValidity, Duration now) {
     Duration remaining = l.remainingAt(now);
-    if (!l.isLeader() || remaining.isZero() || remaining.compareTo(minValidity) <= 0) {
+    if (!l.isLeader() || remaining.isZero() || remaining.compareTo(minValidity) < 0) {
       throw new NotLeaderException(l, minValidity, remaining);
     }
     return l;

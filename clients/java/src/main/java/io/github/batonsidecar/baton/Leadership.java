@@ -1,8 +1,15 @@
 package io.github.batonsidecar.baton;
 
 import baton.v1.LeaderElectionOuterClass;
-import com.google.protobuf.InvalidProtocolBufferException;
+import com.google.gson.Gson;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import com.google.gson.stream.JsonReader;
+import com.google.gson.stream.JsonToken;
+import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.util.JsonFormat;
+import java.io.IOException;
+import java.io.StringReader;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
@@ -107,11 +114,47 @@ public record Leadership(
   public static Leadership fromJson(String json, Duration sentAt) {
     LeaderElectionOuterClass.Leadership.Builder b = LeaderElectionOuterClass.Leadership.newBuilder();
     try {
-      JsonFormat.parser().ignoringUnknownFields().merge(json, b);
-    } catch (InvalidProtocolBufferException | RuntimeException e) {
+      JsonFormat.parser().ignoringUnknownFields().merge(strictJson(json).toString(), b);
+    } catch (IOException | RuntimeException e) {
       throw new BatonException("baton: not a Leadership JSON answer: " + e.getMessage(), e);
     }
     return fromProto(b.build(), sentAt);
+  }
+
+  /**
+   * {@code json} as a JSON object whose known fields have the JSON types proto3 JSON prints.
+   * JsonFormat alone would take more: a string "true" for a bool, a number for a string field,
+   * and JSON syntax errors that Gson's lenient mode forgives; an answer like that is not from a
+   * sidecar, and must not be turned into a leader.
+   */
+  private static JsonObject strictJson(String json) throws IOException {
+    JsonReader reader = new JsonReader(new StringReader(json));
+    reader.setLenient(false);
+    JsonElement root = new Gson().getAdapter(JsonElement.class).read(reader);
+    if (reader.peek() != JsonToken.END_DOCUMENT) {
+      throw new IOException("more than one JSON value");
+    }
+    if (!root.isJsonObject()) {
+      throw new IOException("not a JSON object");
+    }
+    JsonObject object = root.getAsJsonObject();
+    for (FieldDescriptor f : LeaderElectionOuterClass.Leadership.getDescriptor().getFields()) {
+      for (String name : new String[] {f.getJsonName(), f.getName()}) {
+        JsonElement v = object.get(name);
+        if (v == null || v.isJsonNull()) {
+          continue;
+        }
+        boolean ok = v.isJsonPrimitive() && switch (f.getJavaType()) {
+          case BOOLEAN -> v.getAsJsonPrimitive().isBoolean();
+          case INT, LONG -> v.getAsJsonPrimitive().isNumber() || v.getAsJsonPrimitive().isString();
+          default -> v.getAsJsonPrimitive().isString(); // strings, Durations, Timestamps
+        };
+        if (!ok) {
+          throw new IOException("field " + name + ": unexpected JSON " + v);
+        }
+      }
+    }
+    return object;
   }
 
   /**

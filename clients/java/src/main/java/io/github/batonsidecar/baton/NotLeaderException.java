@@ -4,7 +4,7 @@ import java.time.Duration;
 
 /**
  * {@link BatonClient#requireLeader}'s answer when this pod must not write: it does not lead, or
- * not with more than the validity that was asked for left.
+ * not with the validity that was asked for left.
  */
 public final class NotLeaderException extends BatonException {
   private static final long serialVersionUID = 1L;
@@ -38,7 +38,7 @@ public final class NotLeaderException extends BatonException {
   private static String reason(Leadership l, Duration minValidity, Duration remaining) {
     if (l.isLeader()) {
       return "baton: leader, but only " + remaining.toMillis() + "ms of guaranteed leadership left"
-          + " (more than " + minValidity.toMillis() + "ms needed)";
+          + " (" + minValidity.toMillis() + "ms needed)";
     }
     if (!l.observed()) {
       return "baton: not leader: the sidecar has not read the Lease yet";
