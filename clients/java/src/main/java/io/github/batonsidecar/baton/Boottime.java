@@ -1,11 +1,8 @@
 package io.github.batonsidecar.baton;
 
 import java.io.IOException;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
+import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 
 /**
@@ -22,7 +19,9 @@ import java.time.Duration;
  * 10 ms: {@link #floor()} is at or before the true time, {@link #ceiling()} after it. The client
  * counts validity with the ceiling (a remaining validity is at most 10 ms short, never long) and
  * records when a request was sent with the floor, so neither rounding can over-promise. A reading
- * costs one positional read of an open file (a few microseconds; see the README for the numbers).
+ * costs a seek and a read of a file kept open (a few microseconds; see the README for the
+ * numbers). It is a {@link RandomAccessFile}, not a {@code FileChannel}: an interrupt during a
+ * channel's read would close it for every thread.
  *
  * <p>Where {@code /proc/uptime} cannot be read (not Linux), the clock is the monotonic time since
  * this class was loaded, and {@link #sharesSidecarClock()} is false: the sidecar's deadlines are on
@@ -35,8 +34,8 @@ public final class Boottime {
   /** The resolution of {@code /proc/uptime}: it prints hundredths of a second. */
   static final long RESOLUTION_NANOS = 10_000_000L;
 
-  private static final Path UPTIME = Path.of("/proc/uptime");
-  private static final FileChannel uptime = open();
+  private static final String UPTIME = "/proc/uptime";
+  private static final RandomAccessFile uptime = open(); // reads synchronized on it
   private static final long processStart = System.nanoTime();
 
   private Boottime() {}
@@ -69,16 +68,24 @@ public final class Boottime {
     if (uptime == null) {
       return System.nanoTime() - processStart;
     }
-    ByteBuffer buf = ByteBuffer.allocate(64);
     try {
-      // A positional read from 0 makes the kernel print the file afresh.
-      uptime.read(buf, 0);
+      return parseUptime(read(uptime));
     } catch (IOException e) {
       // It was readable when the class loaded; a procfs file that stops being readable is a
       // broken invariant, not a condition to handle.
       throw new IllegalStateException("baton: reading " + UPTIME + ": " + e, e);
     }
-    return parseUptime(new String(buf.array(), 0, buf.position(), StandardCharsets.US_ASCII));
+  }
+
+  /** The file's text afresh: a read from offset 0 makes the kernel print it again. */
+  private static String read(RandomAccessFile file) throws IOException {
+    byte[] buf = new byte[64];
+    int n;
+    synchronized (file) {
+      file.seek(0);
+      n = file.read(buf);
+    }
+    return new String(buf, 0, Math.max(n, 0), StandardCharsets.US_ASCII);
   }
 
   /** The first field of {@code /proc/uptime} ("12345.67 ...") in nanoseconds. */
@@ -93,13 +100,11 @@ public final class Boottime {
     return seconds * 1_000_000_000L + hundredths * RESOLUTION_NANOS;
   }
 
-  private static FileChannel open() {
+  private static RandomAccessFile open() {
     try {
-      FileChannel channel = FileChannel.open(UPTIME, StandardOpenOption.READ);
-      ByteBuffer buf = ByteBuffer.allocate(64);
-      channel.read(buf, 0);
-      parseUptime(new String(buf.array(), 0, buf.position(), StandardCharsets.US_ASCII));
-      return channel;
+      RandomAccessFile file = new RandomAccessFile(UPTIME, "r");
+      parseUptime(read(file));
+      return file;
     } catch (IOException | RuntimeException e) {
       return null; // not Linux: see the class comment
     }
