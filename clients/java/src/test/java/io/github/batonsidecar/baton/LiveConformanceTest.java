@@ -183,6 +183,8 @@ class LiveConformanceTest {
     Sidecars sidecars = Sidecars.require();
     int n = sidecars.list().size();
     List<BatonClient> clients = new ArrayList<>();
+    List<Watch> watches = new ArrayList<>();
+    List<Recorder> recorders = new ArrayList<>();
     ExecutorService loops = Executors.newCachedThreadPool();
     List<Future<?>> running = new ArrayList<>();
     CompletableFuture<Integer> started = new CompletableFuture<>();
@@ -203,32 +205,39 @@ class LiveConformanceTest {
           });
           return null;
         }));
+        // The test's eyes on every sidecar: a watch tells a new leader at once. It shares the
+        // loop's client, so the loop's acknowledgement gives back its promises too.
+        recorders.add(new Recorder());
+        watches.add(c.watch(recorders.get(i)));
       }
       int leader = started.get(15, TimeUnit.SECONDS);
       Leadership a = clients.get(leader).leadership();
       assertTrue(a.isLeader(), "the leader's fresh answer: " + a);
       sidecars.signal(leader, "TERM");
       assertEquals(leader, workReturned.get(5, TimeUnit.SECONDS));
-      boolean earlier = false;
-      Duration seenAt = null;
-      while (!earlier && Boottime.floor().compareTo(a.validUntilBoottime()) < 0) {
-        for (int i = 0; i < n && !earlier; i++) {
+      Duration resolution = Duration.ofNanos(Boottime.RESOLUTION_NANOS);
+      Duration firstLed = null;
+      for (long end = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+          firstLed == null && System.nanoTime() < end; ) {
+        for (int i = 0; i < n; i++) {
           if (i == leader) {
             continue;
           }
-          try (BatonClient other = sidecars.client(i)) {
-            if (other.isLeader()) {
-              seenAt = Boottime.ceiling(); // the answer was produced before this
-              earlier = seenAt.compareTo(a.validUntilBoottime()) < 0;
+          for (Recorder.Event e : recorders.get(i).all()) {
+            if (e.leads() && e.state().fencingToken() > a.fencingToken()) {
+              // The answer was produced before it was delivered: before this ceiling.
+              Duration seen = e.at().plus(resolution);
+              firstLed = firstLed == null || seen.compareTo(firstLed) < 0 ? seen : firstLed;
             }
-          } catch (SidecarUnavailableException e) {
-            // ask the next one
           }
         }
+        Thread.sleep(20);
       }
-      assertTrue(earlier, "no other sidecar led before the acknowledged promise's end "
-          + a.validUntilBoottime() + " (a leader seen at " + seenAt + ")");
+      assertTrue(firstLed != null && firstLed.compareTo(a.validUntilBoottime()) < 0,
+          "no other sidecar led before the acknowledged promise's end "
+          + a.validUntilBoottime() + " (first seen leading at " + firstLed + ")");
     } finally {
+      watches.forEach(Watch::close);
       running.forEach(f -> f.cancel(true));
       loops.shutdown();
       assertTrue(loops.awaitTermination(10, TimeUnit.SECONDS), "runWhileLeader did not return");
