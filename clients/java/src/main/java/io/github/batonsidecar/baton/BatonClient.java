@@ -79,8 +79,7 @@ public final class BatonClient implements AutoCloseable {
   private final Duration heartbeatInterval;
   private final Duration minBackoff;
   private final Duration maxBackoff;
-  private final String expectedNamespace; // null: any
-  private final String expectedName; // null: any
+  private final ExpectedLease expectedLease;
   private final ManagedChannel channel;
   private final boolean ownsChannel;
 
@@ -91,8 +90,7 @@ public final class BatonClient implements AutoCloseable {
     this.heartbeatInterval = b.heartbeatInterval;
     this.minBackoff = b.minBackoff;
     this.maxBackoff = b.maxBackoff;
-    this.expectedNamespace = b.expectedNamespace;
-    this.expectedName = b.expectedName;
+    this.expectedLease = b.expectedLease;
     this.channel = channel;
     this.ownsChannel = ownsChannel;
   }
@@ -283,7 +281,7 @@ public final class BatonClient implements AutoCloseable {
 
   /** {@link #resign()}, as a future. */
   public CompletableFuture<Boolean> resignAsync() {
-    if (expectedName != null || expectedNamespace != null) {
+    if (!expectedLease.isAny()) {
       return leadershipAsync().thenCompose(checked -> resignUnchecked());
     }
     return resignUnchecked();
@@ -403,14 +401,7 @@ public final class BatonClient implements AutoCloseable {
 
   /** {@code l} if it comes from a sidecar of the expected Lease, else a WrongLeaseException. */
   Leadership checkLease(Leadership l) {
-    boolean nameOk = expectedName == null || expectedName.equals(l.leaseName());
-    boolean namespaceOk = expectedNamespace == null || expectedNamespace.equals(l.leaseNamespace());
-    if (!nameOk || !namespaceOk) {
-      String expected = (expectedNamespace != null ? expectedNamespace : "*") + "/"
-          + (expectedName != null ? expectedName : "*");
-      throw new WrongLeaseException(address, expected, l.lease());
-    }
-    return l;
+    return expectedLease.check(address, l);
   }
 
   /**
@@ -465,7 +456,7 @@ public final class BatonClient implements AutoCloseable {
   }
 
   /** The result of a call, for the blocking API: its BatonException is thrown as it is. */
-  private static <T> T await(CompletableFuture<T> future) {
+  static <T> T await(CompletableFuture<T> future) {
     try {
       return future.get();
     } catch (InterruptedException e) {
@@ -480,7 +471,16 @@ public final class BatonClient implements AutoCloseable {
     }
   }
 
-  private static String randomClientId() {
+  /** {@code id} if it is 1 to 64 characters from [A-Za-z0-9._-]. */
+  static String checkClientId(String id) {
+    if (!CLIENT_ID.matcher(id).matches()) {
+      throw new IllegalArgumentException("baton: client ID \"" + id
+          + "\" is not 1 to 64 characters from [A-Za-z0-9._-]");
+    }
+    return id;
+  }
+
+  static String randomClientId() {
     byte[] b = new byte[8];
     new SecureRandom().nextBytes(b);
     return HexFormat.of().formatHex(b);
@@ -529,8 +529,7 @@ public final class BatonClient implements AutoCloseable {
     private Duration heartbeatInterval = DEFAULT_HEARTBEAT_INTERVAL;
     private Duration minBackoff = DEFAULT_MIN_BACKOFF;
     private Duration maxBackoff = DEFAULT_MAX_BACKOFF;
-    private String expectedNamespace;
-    private String expectedName;
+    private ExpectedLease expectedLease = ExpectedLease.ANY;
     private ManagedChannel channel;
 
     private Builder() {}
@@ -551,11 +550,7 @@ public final class BatonClient implements AutoCloseable {
      * client, which is what a client should normally use.
      */
     public Builder clientId(String clientId) {
-      if (!CLIENT_ID.matcher(clientId).matches()) {
-        throw new IllegalArgumentException("baton: client ID \"" + clientId
-            + "\" is not 1 to 64 characters from [A-Za-z0-9._-]");
-      }
-      this.clientId = clientId;
+      this.clientId = checkClientId(clientId);
       return this;
     }
 
@@ -596,8 +591,7 @@ public final class BatonClient implements AutoCloseable {
      * {@link WrongLeaseException}. Either may be null for "any".
      */
     public Builder expectLease(String namespace, String name) {
-      this.expectedNamespace = namespace;
-      this.expectedName = name;
+      this.expectedLease = new ExpectedLease(namespace, name);
       return this;
     }
 

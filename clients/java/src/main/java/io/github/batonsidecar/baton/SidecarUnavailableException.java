@@ -11,8 +11,13 @@ public final class SidecarUnavailableException extends BatonException {
   private final String address;
 
   SidecarUnavailableException(String address, String reason, Throwable cause, io.grpc.Status status) {
+    this(address, BatonClient.ENV_GRPC_ADDR, reason, cause, status, 0);
+  }
+
+  SidecarUnavailableException(String address, String envVar, String reason, Throwable cause,
+      io.grpc.Status status, int httpStatus) {
     super("baton: no sidecar answering at " + address + " (is the baton container running, and is $"
-        + BatonClient.ENV_GRPC_ADDR + " right?): " + reason, cause, status);
+        + envVar + " right?): " + reason, cause, status, httpStatus);
     this.address = address;
   }
 

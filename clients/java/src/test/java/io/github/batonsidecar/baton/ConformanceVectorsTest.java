@@ -9,7 +9,13 @@ import baton.v1.LeaderElectionOuterClass;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
 import com.google.protobuf.InvalidProtocolBufferException;
+import com.sun.net.httpserver.HttpServer;
 import io.grpc.Status;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -254,7 +260,59 @@ class ConformanceVectorsTest {
             Optional.ofNullable(e.status()).map(Status::getCode), code);
       });
     }
+    for (JsonObject c : cases(file, "http")) {
+      String name = c.get("name").getAsString();
+      boolean unavailable = c.get("error").getAsString().equals("unavailable");
+      JsonElement outcome = c.get("outcome");
+      checks.add(() -> {
+        BatonException e = httpFailure(outcome);
+        assertEquals(unavailable, e instanceof SidecarUnavailableException, name + ": " + e);
+        if (outcome.getAsJsonPrimitive().isNumber()) {
+          assertEquals(outcome.getAsInt(), e.httpStatus(), name + ": " + e);
+        }
+      });
+    }
     assertAll("errors.json", checks);
     Conformance.passed("errors");
+  }
+
+  /**
+   * What BatonHttpClient makes of an HTTP outcome, for real: a port nobody listens on
+   * ("refused"), a server that accepts but never answers ("timeout"), or one that answers with
+   * the status.
+   */
+  private static BatonException httpFailure(JsonElement outcome) throws IOException {
+    if (outcome.getAsJsonPrimitive().isNumber()) {
+      int status = outcome.getAsInt();
+      HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+      server.createContext("/", ex -> {
+        byte[] body = "no\n".getBytes(StandardCharsets.UTF_8);
+        ex.sendResponseHeaders(status, body.length);
+        ex.getResponseBody().write(body);
+        ex.close();
+      });
+      server.start();
+      try {
+        return leadershipFailure("127.0.0.1:" + server.getAddress().getPort());
+      } finally {
+        server.stop(0);
+      }
+    }
+    if (outcome.getAsString().equals("timeout")) {
+      try (ServerSocket silent = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+        return leadershipFailure("127.0.0.1:" + silent.getLocalPort());
+      }
+    }
+    int port;
+    try (ServerSocket closed = new ServerSocket(0)) {
+      port = closed.getLocalPort();
+    }
+    return leadershipFailure("127.0.0.1:" + port);
+  }
+
+  private static BatonException leadershipFailure(String address) {
+    BatonHttpClient c = BatonHttpClient.builder().address(address)
+        .timeout(Duration.ofMillis(300)).build();
+    return assertThrows(BatonException.class, c::leadership, address);
   }
 }

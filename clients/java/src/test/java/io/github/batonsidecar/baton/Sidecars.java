@@ -21,7 +21,7 @@ import java.util.concurrent.TimeUnit;
  */
 final class Sidecars {
   /** One sidecar as sidecars.json describes it when read. */
-  record Sidecar(int index, String identity, String grpc, long pid) {}
+  record Sidecar(int index, String identity, String grpc, String http, long pid) {}
 
   final Path file;
   final String namespace;
@@ -61,7 +61,7 @@ final class Sidecars {
     for (JsonElement e : read(file).getAsJsonArray("sidecars")) {
       JsonObject s = e.getAsJsonObject();
       out.add(new Sidecar(s.get("index").getAsInt(), s.get("identity").getAsString(),
-          s.get("grpc").getAsString(), s.get("pid").isJsonNull() ? 0 : s.get("pid").getAsLong()));
+          s.get("grpc").getAsString(), s.get("http").getAsString(), s.get("pid").isJsonNull() ? 0 : s.get("pid").getAsLong()));
     }
     return out;
   }
