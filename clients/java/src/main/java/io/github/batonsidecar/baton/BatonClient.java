@@ -19,7 +19,9 @@ import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -82,6 +84,8 @@ public final class BatonClient implements AutoCloseable {
   private final ExpectedLease expectedLease;
   private final ManagedChannel channel;
   private final boolean ownsChannel;
+  private final Set<WatchLoop> watches = ConcurrentHashMap.newKeySet(); // open ones
+  private volatile boolean closed;
 
   private BatonClient(Builder b, String address, ManagedChannel channel, boolean ownsChannel) {
     this.address = address;
@@ -116,13 +120,23 @@ public final class BatonClient implements AutoCloseable {
   }
 
   /**
-   * Closes the connection (unless it was given to the builder); calls and watches in flight fail.
+   * Stops this client's watches (each listener's last call is {@link LeadershipListener#onError}
+   * saying so; a {@link #runWhileLeader} ends its work and throws), then closes the connection
+   * (unless it was given to the builder); calls in flight fail. Idempotent.
    */
   @Override
   public void close() {
+    closed = true;
+    for (WatchLoop w : watches) {
+      w.closeByClient();
+    }
     if (ownsChannel) {
       channel.shutdownNow();
     }
+  }
+
+  boolean isClosed() {
+    return closed;
   }
 
   // --- asking --------------------------------------------------------------------------------
@@ -339,7 +353,16 @@ public final class BatonClient implements AutoCloseable {
    * exponential backoff; the first state after a reconnect is always delivered.
    */
   public Watch watch(LeadershipListener listener) {
-    return WatchLoop.start(this, Objects.requireNonNull(listener));
+    Objects.requireNonNull(listener);
+    if (closed) {
+      throw new IllegalStateException("baton: the client is closed");
+    }
+    WatchLoop w = WatchLoop.start(this, listener, watches::remove);
+    watches.add(w);
+    if (closed) { // close() ran meanwhile and may have missed it
+      w.closeByClient();
+    }
+    return w;
   }
 
   /**
@@ -376,6 +399,7 @@ public final class BatonClient implements AutoCloseable {
    *
    * @throws InterruptedException when the calling thread is interrupted
    * @throws ExecutionException when {@code work} threw while its term went on
+   * @throws BatonException when this client is closed meanwhile (the work is ended first)
    */
   public void runWhileLeader(LeaderWork work) throws InterruptedException, ExecutionException {
     new LeaderLoop(this, Objects.requireNonNull(work)).run();

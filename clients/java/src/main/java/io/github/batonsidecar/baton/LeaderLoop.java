@@ -86,6 +86,9 @@ final class LeaderLoop {
           finished = r.running().term;
           continue;
         }
+        if (client.isClosed()) {
+          throw new BatonException("baton: the client was closed");
+        }
         Leadership state = ((State) event).leadership();
         boolean leading = leading(state);
         if (running != null && (!leading || !state.sameTerm(running.term))) {

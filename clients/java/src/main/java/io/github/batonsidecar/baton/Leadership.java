@@ -4,6 +4,7 @@ import baton.v1.LeaderElectionOuterClass;
 import com.google.gson.Gson;
 import com.google.gson.JsonElement;
 import com.google.gson.JsonObject;
+import com.google.gson.Strictness;
 import com.google.gson.stream.JsonReader;
 import com.google.gson.stream.JsonToken;
 import com.google.protobuf.Descriptors.FieldDescriptor;
@@ -129,7 +130,7 @@ public record Leadership(
    */
   private static JsonObject strictJson(String json) throws IOException {
     JsonReader reader = new JsonReader(new StringReader(json));
-    reader.setLenient(false);
+    reader.setStrictness(Strictness.STRICT);
     JsonElement root = new Gson().getAdapter(JsonElement.class).read(reader);
     if (reader.peek() != JsonToken.END_DOCUMENT) {
       throw new IOException("more than one JSON value");

@@ -12,7 +12,9 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -37,9 +39,11 @@ final class WatchLoop implements Watch {
 
   private final BatonClient client;
   private final LeadershipListener listener;
+  private final Consumer<WatchLoop> onClose;
   private final ScheduledThreadPoolExecutor executor;
   private volatile Thread thread; // the executor's one thread
   private final Duration stallTimeout;
+  private final AtomicBoolean closeOnce = new AtomicBoolean();
   private volatile boolean closed;
 
   // Only touched on the executor's thread.
@@ -51,9 +55,10 @@ final class WatchLoop implements Watch {
   private ScheduledFuture<?> stallTimer;
   private ScheduledFuture<?> expiryTimer;
 
-  private WatchLoop(BatonClient client, LeadershipListener listener) {
+  private WatchLoop(BatonClient client, LeadershipListener listener, Consumer<WatchLoop> onClose) {
     this.client = client;
     this.listener = listener;
+    this.onClose = onClose;
     this.stallTimeout = client.heartbeatInterval().multipliedBy(2).plusSeconds(1);
     this.delay = client.minBackoff();
     this.executor = new ScheduledThreadPoolExecutor(1, r -> {
@@ -66,20 +71,38 @@ final class WatchLoop implements Watch {
     executor.setExecuteExistingDelayedTasksAfterShutdownPolicy(false);
   }
 
-  static WatchLoop start(BatonClient client, LeadershipListener listener) {
-    WatchLoop w = new WatchLoop(client, listener);
+  /** Starts a watch; {@code onClose} is told when it is closed. */
+  static WatchLoop start(BatonClient client, LeadershipListener listener,
+      Consumer<WatchLoop> onClose) {
+    WatchLoop w = new WatchLoop(client, listener, onClose);
     w.executor.execute(w::open);
     return w;
   }
 
+  /** Closes the watch because its client is closed, telling the listener so. */
+  void closeByClient() {
+    close(new BatonException("baton: the client was closed"));
+  }
+
   @Override
   public void close() {
-    if (closed) {
+    close(null);
+  }
+
+  /** Stops the watch; {@code last}, if any, is the listener's last call. */
+  private void close(BatonException last) {
+    if (!closeOnce.compareAndSet(false, true)) {
       return;
     }
-    closed = true;
-    executor.execute(this::stopStream);
+    closed = true; // from now on no listener call but this last one, and no reconnection
+    executor.execute(() -> {
+      stopStream();
+      if (last != null) {
+        callOnError(last);
+      }
+    });
     executor.shutdown();
+    onClose.accept(this);
     if (Thread.currentThread() == thread) {
       return; // closed from a listener: the flag stops further calls
     }
@@ -247,9 +270,12 @@ final class WatchLoop implements Watch {
   }
 
   private void deliverError(BatonException error) {
-    if (closed) {
-      return;
+    if (!closed) {
+      callOnError(error);
     }
+  }
+
+  private void callOnError(BatonException error) {
     try {
       listener.onError(error);
     } catch (RuntimeException e) {

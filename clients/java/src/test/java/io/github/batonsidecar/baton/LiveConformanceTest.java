@@ -181,6 +181,7 @@ class LiveConformanceTest {
   @Test
   void stepDownAck() throws Exception {
     Sidecars sidecars = Sidecars.require();
+    sidecars.awaitAnonymousPromisesLapsed();
     int n = sidecars.list().size();
     List<BatonClient> clients = new ArrayList<>();
     List<Watch> watches = new ArrayList<>();

@@ -89,6 +89,36 @@ class RunWhileLeaderTest {
   }
 
   @Test
+  void closingTheClientEndsTheWorkAndTheLoop() throws Exception {
+    List<String> log = new CopyOnWriteArrayList<>();
+    ExecutorService pool = Executors.newSingleThreadExecutor();
+    try (FakeSidecar fake = new FakeSidecar()) {
+      BatonClient c = fake.client().build();
+      Future<?> loop = pool.submit(() -> {
+        c.runWhileLeader(term -> {
+          log.add("work");
+          try {
+            Thread.sleep(Long.MAX_VALUE);
+          } finally {
+            log.add("work returned");
+          }
+        });
+        return null;
+      });
+      fake.nextStream().onNext(FakeSidecar.event(FakeSidecar.leader(4, Duration.ofSeconds(9))));
+      awaitTrue(() -> log.contains("work"), "working");
+      c.close();
+      ExecutionException e = assertThrows(ExecutionException.class,
+          () -> loop.get(5, TimeUnit.SECONDS));
+      assertTrue(e.getCause() instanceof BatonException, e.toString());
+      assertEquals(List.of("work", "work returned"), log);
+      assertThrows(IllegalStateException.class, () -> c.watch(state -> { }));
+    } finally {
+      pool.shutdown();
+    }
+  }
+
+  @Test
   void workThatThrowsDuringItsTermEndsTheLoop() throws Exception {
     try (FakeSidecar fake = new FakeSidecar();
         BatonClient c = fake.client().clientId("app-3").build()) {

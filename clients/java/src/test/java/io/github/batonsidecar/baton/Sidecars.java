@@ -91,6 +91,16 @@ final class Sidecars {
     run(script.toString(), "wait", file.getParent().toString());
   }
 
+  /**
+   * Waits until the anonymous answers {@link #awaitReady} got (the fixture's {@code wait} asks
+   * {@code GET /leader} without a client_id) have lapsed: the leader holds such a promise until
+   * its deadline, at most a renew deadline later, and a step-down waits for it. A test that
+   * measures how fast an acknowledged step-down hands over must not count that wait.
+   */
+  void awaitAnonymousPromisesLapsed() throws InterruptedException {
+    Thread.sleep(renewDeadline.plusMillis(100).toMillis());
+  }
+
   /** The index of the sidecar that leads now, asking each; -1 if none does. */
   int leader() {
     for (Sidecar s : list()) {
