@@ -216,10 +216,13 @@ public final class BatonClient implements AutoCloseable {
    * @throws InterruptedException when the calling thread is interrupted
    */
   public Leadership waitUntilLeader() throws InterruptedException {
+    CompletableFuture<Leadership> waiting = waitUntilLeaderAsync();
     try {
-      return waitUntilLeaderAsync().get();
+      return waiting.get();
     } catch (ExecutionException e) {
       throw new BatonException("baton: waiting for leadership: " + e.getCause(), e.getCause());
+    } finally {
+      waiting.cancel(false); // stops the watch if this thread was interrupted
     }
   }
 

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.grpc.stub.ServerCallStreamObserver;
 import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -64,6 +65,28 @@ class BatonClientTest {
       TimeoutException e = assertThrows(TimeoutException.class,
           () -> c.waitUntilLeader(Duration.ofSeconds(2)));
       assertTrue(e.getMessage().contains("no sidecar answering at 127.0.0.1:1"), e.getMessage());
+    }
+  }
+
+  @Test
+  void interruptingAWaitStopsIt() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      Thread waiter = new Thread(() -> {
+        try {
+          c.waitUntilLeader();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      waiter.start();
+      ServerCallStreamObserver<?> stream = (ServerCallStreamObserver<?>) fake.nextStream();
+      waiter.interrupt();
+      waiter.join(5000);
+      assertTrue(!waiter.isAlive(), "waitUntilLeader did not return on interrupt");
+      for (int i = 0; i < 100 && !stream.isCancelled(); i++) {
+        Thread.sleep(10);
+      }
+      assertTrue(stream.isCancelled(), "the wait's watch stream is still open");
     }
   }
 
