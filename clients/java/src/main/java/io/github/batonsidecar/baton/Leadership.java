@@ -11,6 +11,7 @@ import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.util.JsonFormat;
 import java.io.IOException;
 import java.io.StringReader;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
@@ -97,6 +98,41 @@ public record Leadership(
       return Duration.ZERO;
     }
     return validUntilBoottime.minus(now);
+  }
+
+  /**
+   * The server-side-apply field manager for Kubernetes writes made under this answer's
+   * leadership: the sidecar's holder identity, or {@code ""} for a state without one. Every
+   * sidecar process has an identity of its own, so every term has a manager of its own. Leader
+   * work that writes Kubernetes objects takes its fields over once at the start of the term
+   * ({@code force: true}) and applies every later write without force; then if two pods believe
+   * they lead at once, the one whose fields were taken over gets 409 Conflict naming the other's
+   * manager instead of silently overwriting its writes.
+   *
+   * <p>The API server takes at most 128 printable characters: an identity that is longer, or has
+   * anything but printable ASCII, becomes its first 111 UTF-8 bytes (others replaced by {@code
+   * _}), {@code -} and the 16 hex digits of its 64-bit FNV-1a hash, the same in every baton
+   * client.
+   */
+  public String fieldManager() {
+    final int max = 128;
+    byte[] id = identity.getBytes(StandardCharsets.UTF_8);
+    boolean printable = id.length <= max;
+    for (byte b : id) {
+      printable &= b >= 0x20 && b <= 0x7e;
+    }
+    if (printable) {
+      return identity;
+    }
+    long hash = 0xcbf29ce484222325L;
+    for (byte b : id) {
+      hash = (hash ^ (b & 0xff)) * 0x100000001b3L;
+    }
+    StringBuilder out = new StringBuilder();
+    for (int i = 0; i < Math.min(id.length, max - 17); i++) {
+      out.append(id[i] >= 0x20 && id[i] <= 0x7e ? (char) id[i] : '_');
+    }
+    return out.append('-').append(String.format("%016x", hash)).toString();
   }
 
   /** The Lease as {@code namespace/name}. */

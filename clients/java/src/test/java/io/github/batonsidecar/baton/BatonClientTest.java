@@ -40,6 +40,27 @@ class BatonClientTest {
         () -> BatonClient.builder().clientId("x".repeat(65)));
   }
 
+  private static String manager(String identity) {
+    return new Leadership(false, identity, "", 0, 0, "", "", "", java.util.Optional.empty(),
+        java.util.Optional.empty(), Duration.ZERO, Duration.ZERO, Duration.ZERO, false, false)
+        .fieldManager();
+  }
+
+  @Test
+  void fieldManagerIsTheIdentityWhenTheApiServerTakesIt() {
+    for (String id : new String[] {"web-0_3f9a1c", "a".repeat(128), "pod name with spaces", ""}) {
+      assertEquals(id, manager(id));
+    }
+  }
+
+  /** The same identities and managers as the other clients' tests. */
+  @Test
+  void fieldManagerIsTheSameInEveryClient() {
+    assertEquals("x".repeat(111) + "-090fac22cfc2b4ad", manager("x".repeat(200) + "_1"));
+    assertEquals("tab_here-778309ed1f28b0f9", manager("tab\there"));
+    assertEquals("__n__code-b1b0d40350a25beb", manager("ünïcode"));
+  }
+
   @Test
   void requireLeaderAnswersTheTokenOrNotLeader() throws Exception {
     try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
