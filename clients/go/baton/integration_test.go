@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 )
 
 type sidecar struct {

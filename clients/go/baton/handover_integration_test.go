@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 )
 
 // lastPromise asks the sidecar of c over and over until ctx ends and
