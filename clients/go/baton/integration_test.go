@@ -25,6 +25,9 @@ type sidecar struct {
 }
 
 type fixture struct {
+	Namespace     string    `json:"namespace"`
+	LeaseName     string    `json:"leaseName"`
+	Kubeconfig    string    `json:"kubeconfig"` // the control plane's admin
 	LeaseDuration float64   `json:"leaseDuration"`
 	RenewDeadline float64   `json:"renewDeadline"`
 	Sidecars      []sidecar `json:"sidecars"`
