@@ -14,7 +14,8 @@ from typing import Iterator, Optional
 
 from . import _leader_work
 from ._address import DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolve
-from .errors import BatonError, SidecarUnavailableError
+from ._lease import check_lease, expected_lease
+from .errors import BatonError, SidecarUnavailableError, WrongLeaseError
 from .leadership import (Backoff, Leadership, WatchTracker, boottime, check_leader,
                          client_id_or_random, from_json, sleep_unless_stopped, wait_for_leader)
 
@@ -28,13 +29,18 @@ class HttpClient:
             block the caller.
         client_id: sent as ``?client_id=`` with every GET /leader, as for
             Client (default: 16 random hex digits per client object).
+        lease_name, lease_namespace: the Lease the sidecar must serve, as
+            for Client (default ``$BATON_LEASE_NAME``,
+            ``$BATON_LEASE_NAMESPACE``).
     """
 
     def __init__(self, addr: Optional[str] = None, *, timeout: float = 2.0,
-                 client_id: Optional[str] = None) -> None:
+                 client_id: Optional[str] = None, lease_name: Optional[str] = None,
+                 lease_namespace: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_HTTP_ADDR, DEFAULT_HTTP_ADDR, allow_unix=False)
         self.timeout = timeout
         self.client_id = client_id_or_random(client_id)
+        self.lease = expected_lease(lease_name, lease_namespace)
 
     def _request(self, method: str, path: str, **query: object) -> tuple:
         """Returns (JSON body, boottime() when the request was sent)."""
@@ -54,9 +60,10 @@ class HttpClient:
 
     def leadership(self) -> Leadership:
         """The current state (GET /leader). Raises SidecarUnavailableError if
-        no sidecar answers."""
+        no sidecar answers, WrongLeaseError if it serves another Lease than
+        the expected one."""
         body, sent = self._request("GET", "/leader", client_id=self.client_id)
-        return from_json(body, sent)
+        return check_lease(from_json(body, sent), self.lease, self.addr)
 
     def is_leader(self) -> bool:
         """Whether this pod leads right now. Raises SidecarUnavailableError
@@ -103,7 +110,8 @@ class HttpClient:
         """Polls GET /leader and yields the current state, then each change
         (leader, holder, token, stepping down, observed), until ``stop`` is
         set or the loop breaks. A leader's state turns follower when its
-        guarantee runs out between polls. While no sidecar answers it yields
+        guarantee runs out between polls. While no sidecar answers, or it
+        serves another Lease than the expected one, it yields
         ``Leadership(error=...)`` and retries with backoff."""
         backoff = Backoff(min_backoff, max_backoff)
         tracker = WatchTracker(stall_timeout=float("inf"))
@@ -111,7 +119,7 @@ class HttpClient:
             try:
                 news = tracker.received(self.leadership())
                 backoff.reset()
-            except SidecarUnavailableError as e:
+            except (SidecarUnavailableError, WrongLeaseError) as e:
                 tracker = WatchTracker(stall_timeout=float("inf"))
                 yield Leadership(error=e)
                 sleep_unless_stopped(backoff.next(), stop)

@@ -103,12 +103,44 @@ class Leadership:
             return 0.0
         return max(0.0, self.valid_until - boottime())
 
+    def field_manager(self) -> str:
+        """The server-side-apply field manager for Kubernetes writes made
+        under this leadership: the sidecar's holder identity ("" without
+        one). Every sidecar process has an identity of its own, so every term
+        has a manager of its own: take the fields over once at the start of
+        the term (``force=True``), then apply every write without force, and
+        if two pods believe they lead at once the one whose fields were taken
+        over gets 409 Conflict naming the other's manager instead of silently
+        overwriting its writes.
+
+        The API server takes at most 128 printable characters: an identity
+        that is longer, or has anything but printable ASCII, becomes its
+        first 111 bytes (others replaced by ``_``), ``-`` and 16 hex digits
+        of its 64-bit FNV-1a hash, so identities that differ only near the
+        end still get different managers."""
+        return field_manager(self.identity)
+
     def _key(self) -> tuple:
         return (self.is_leader, self.observed, self.stepping_down, self.identity,
                 self.holder_identity, self.lease_uid, self.fencing_token)
 
     def _expired(self) -> "Leadership":
         return dataclasses.replace(self, is_leader=False, valid_for=0.0, valid_until=0.0)
+
+
+_MAX_FIELD_MANAGER = 128  # the API server's limit
+
+
+def field_manager(identity: str) -> str:
+    """Leadership.field_manager() for a holder identity."""
+    raw = identity.encode()
+    if not raw or (len(raw) <= _MAX_FIELD_MANAGER and all(0x20 <= b <= 0x7E for b in raw)):
+        return identity
+    fnv = 0xCBF29CE484222325
+    for b in raw:
+        fnv = ((fnv ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    prefix = "".join(chr(b) if 0x20 <= b <= 0x7E else "_" for b in raw[:_MAX_FIELD_MANAGER - 17])
+    return f"{prefix}-{fnv:016x}"
 
 
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
