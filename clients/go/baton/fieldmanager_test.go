@@ -19,6 +19,19 @@ func TestFieldManagerIsTheIdentityWhenTheAPIServerTakesIt(t *testing.T) {
 	}
 }
 
+// The same identities and managers as the Python and C++ clients' tests.
+func TestFieldManagerIsTheSameInEveryClient(t *testing.T) {
+	for _, tc := range []struct{ identity, want string }{
+		{strings.Repeat("x", 200) + "_1", strings.Repeat("x", 111) + "-090fac22cfc2b4ad"},
+		{"tab\there", "tab_here-778309ed1f28b0f9"},
+		{"ünïcode", "__n__code-b1b0d40350a25beb"},
+	} {
+		if got := (baton.Leadership{Identity: tc.identity}).FieldManager(); got != tc.want {
+			t.Errorf("FieldManager() of %q = %q; want %q", tc.identity, got, tc.want)
+		}
+	}
+}
+
 func TestFieldManagerOfALongOrUnprintableIdentityIsValidAndDistinct(t *testing.T) {
 	long := strings.Repeat("statefulset-replica-", 10)
 	ids := []string{long + "_1", long + "_2", "tab\there", "ünïcode"}
