@@ -21,6 +21,7 @@ namespace baton::client {
 namespace internal {
 struct Connection {
   std::string addr;
+  // Resolved: lease_name is empty when any Lease is accepted.
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::LeaderElection::Stub> stub;
@@ -118,6 +119,50 @@ std::string NotLeaderReason(const Leadership& l, absl::Duration remaining,
 }
 
 constexpr absl::string_view kNotLeaderPayload = "baton.client/not-leader";
+constexpr absl::string_view kWrongLeasePayload = "baton.client/wrong-lease";
+
+std::string LeaseText(absl::string_view name, absl::string_view ns) {
+  return absl::StrCat(ns, "/", name);
+}
+
+// OK if `l` comes from a sidecar serving the Lease the connection expects
+// (or it expects none); the wrong-Lease error otherwise.
+absl::Status CheckLease(const internal::Connection& connection, const Leadership& l) {
+  const ClientOptions& want = connection.options;
+  if (want.lease_name.empty() ||
+      (l.lease_name == want.lease_name &&
+       (want.lease_namespace.empty() || l.lease_namespace == want.lease_namespace))) {
+    return absl::OkStatus();
+  }
+  const std::string served = LeaseText(l.lease_name, l.lease_namespace);
+  absl::Status status = absl::FailedPreconditionError(
+      absl::StrCat("the baton sidecar at ", connection.addr, " serves Lease ", served,
+                   ", not the expected ", LeaseText(want.lease_name, want.lease_namespace)));
+  status.SetPayload(kWrongLeasePayload, absl::Cord(served));
+  return status;
+}
+
+// Fills in the expected Lease from the environment when the options name
+// none; kInvalidArgument for a namespace without a name.
+absl::Status ResolveExpectedLease(ClientOptions& options) {
+  auto env = [](absl::string_view name) {
+    const char* value = std::getenv(std::string(name).c_str());
+    return std::string(value == nullptr ? "" : value);
+  };
+  if (options.lease_name.empty() && options.lease_namespace.empty()) {
+    options.lease_name = env(kLeaseNameEnv);
+    options.lease_namespace = env(kLeaseNamespaceEnv);
+  }
+  if (options.lease_name.empty() && !options.lease_namespace.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the expected Lease (lease_name or $", kLeaseNameEnv, ") needs a name"));
+  }
+  return absl::OkStatus();
+}
+
+constexpr size_t kMaxFieldManager = 128;  // the API server's limit
+
+bool PrintableAscii(char c) { return c >= 0x20 && c <= 0x7e; }
 
 bool ValidClientId(absl::string_view id) {
   return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -161,6 +206,21 @@ absl::Duration Leadership::Remaining() const {
   return std::max(absl::FromChrono(valid_until - Clock::now()), absl::ZeroDuration());
 }
 
+std::string Leadership::FieldManager() const {
+  if (identity.empty() || (identity.size() <= kMaxFieldManager &&
+                           std::all_of(identity.begin(), identity.end(), PrintableAscii))) {
+    return identity;
+  }
+  uint64_t fnv = 0xcbf29ce484222325;
+  for (const char c : identity) {
+    fnv = (fnv ^ static_cast<unsigned char>(c)) * 0x100000001b3;
+  }
+  std::string prefix = identity.substr(0, kMaxFieldManager - 17);
+  std::replace_if(
+      prefix.begin(), prefix.end(), [](char c) { return !PrintableAscii(c); }, '_');
+  return absl::StrCat(prefix, "-", absl::Hex(fnv, absl::kZeroPad16));
+}
+
 absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr) {
   std::string addr(explicit_addr);
   std::string source = "address";
@@ -187,6 +247,11 @@ bool IsNotLeader(const absl::Status& status) {
          status.GetPayload(kNotLeaderPayload).has_value();
 }
 
+bool IsWrongLease(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         status.GetPayload(kWrongLeasePayload).has_value();
+}
+
 // --- Client ------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
@@ -198,6 +263,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "client_id \"", options.client_id, "\" is not 1 to 64 characters from [A-Za-z0-9._-]"));
   }
+  if (absl::Status lease = ResolveExpectedLease(options); !lease.ok()) return lease;
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to two minutes, and its resolver
   // waits 30s between re-resolutions (even of an IP literal) after a
@@ -235,7 +301,9 @@ absl::StatusOr<Leadership> Client::GetLeadership() const {
   const Clock::time_point sent = Clock::now();
   const grpc::Status status = connection_->stub->GetLeadership(&context, request, &response);
   if (!status.ok()) return Translate(connection_->addr, status);
-  return FromProto(response, sent);
+  Leadership l = FromProto(response, sent);
+  if (absl::Status lease = CheckLease(*connection_, l); !lease.ok()) return lease;
+  return l;
 }
 
 absl::StatusOr<bool> Client::IsLeader() const {
@@ -432,16 +500,25 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
   std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader =
       connection_->stub->WatchLeadership(&stream->context, request);
   v1::WatchLeadershipResponse message;
+  absl::Status wrong_lease;
   while (reader->Read(&message)) {
-    auto item = std::make_unique<Item>(Item{FromProto(message.leadership(), Clock::now())});
+    Leadership l = FromProto(message.leadership(), Clock::now());
+    wrong_lease = CheckLease(*connection_, l);
+    if (!wrong_lease.ok()) {
+      stream->context.TryCancel();
+      break;
+    }
+    auto item = std::make_unique<Item>(Item{std::move(l)});
     absl::MutexLock lock(&mu_);
     item_ = std::move(item);
   }
   const grpc::Status status = reader->Finish();
   absl::Status ended =
-      status.ok() ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
-                                                        " ended the stream (shutting down)"))
-                  : Translate(connection_->addr, status);
+      !wrong_lease.ok() ? wrong_lease
+      : status.ok()
+          ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
+                                                " ended the stream (shutting down)"))
+          : Translate(connection_->addr, status);
   absl::MutexLock lock(&mu_);
   item_ = std::make_unique<Item>(Item{std::move(ended)});
 }

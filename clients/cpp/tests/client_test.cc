@@ -115,5 +115,41 @@ TEST(WatchTest, CancelUnblocksNextOnASidecarThatNeverAnswers) {
   canceller.join();
 }
 
+// The same identities and managers as the Go and Python clients' tests.
+TEST(FieldManagerTest, IsTheIdentityOrAValidDistinctStandIn) {
+  const struct {
+    std::string identity, manager;
+  } cases[] = {
+      {"web-0_3f9a1c", "web-0_3f9a1c"},
+      {std::string(200, 'x') + "_1", std::string(111, 'x') + "-090fac22cfc2b4ad"},
+      {"tab\there", "tab_here-778309ed1f28b0f9"},
+      {"\xc3\xbc"
+       "n\xc3\xaf"
+       "code",
+       "__n__code-b1b0d40350a25beb"},  // "ünïcode"
+      {"", ""},
+  };
+  for (const auto& c : cases) {
+    Leadership l;
+    l.identity = c.identity;
+    EXPECT_EQ(l.FieldManager(), c.manager) << c.identity;
+  }
+}
+
+TEST(ClientTest, AnExpectedLeaseNeedsAName) {
+  ClientOptions options;
+  options.lease_namespace = "ns";
+  EXPECT_EQ(Client::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ClientTest, TheExpectedLeaseComesFromTheEnvironment) {
+  setenv(std::string(kLeaseNamespaceEnv).c_str(), "ns", 1);
+  unsetenv(std::string(kLeaseNameEnv).c_str());
+  EXPECT_EQ(Client::Create().status().code(), absl::StatusCode::kInvalidArgument)
+      << "$" << kLeaseNamespaceEnv << " without $" << kLeaseNameEnv;
+  unsetenv(std::string(kLeaseNamespaceEnv).c_str());
+  EXPECT_TRUE(Client::Create().ok());
+}
+
 }  // namespace
 }  // namespace baton::client

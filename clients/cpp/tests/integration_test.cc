@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "baton/client/client.h"
+#include "conformance.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -35,6 +36,8 @@ struct Sidecar {
 };
 
 struct Fixture {
+  std::string namespace_;
+  std::string lease_name;
   absl::Duration lease_duration;
   absl::Duration renew_deadline;
   std::vector<Sidecar> sidecars;
@@ -48,7 +51,9 @@ Fixture ReadFixture() {
   google::protobuf::Struct json;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &json).ok()) << path;
   const auto& f = json.fields();
-  Fixture fx{absl::Seconds(f.at("leaseDuration").number_value()),
+  Fixture fx{f.at("namespace").string_value(),
+             f.at("leaseName").string_value(),
+             absl::Seconds(f.at("leaseDuration").number_value()),
              absl::Seconds(f.at("renewDeadline").number_value()),
              {}};
   for (const auto& v : f.at("sidecars").list_value().values()) {
@@ -60,13 +65,18 @@ Fixture ReadFixture() {
   return fx;
 }
 
-std::unique_ptr<Client> Connect(const Sidecar& s, absl::Duration call_timeout = absl::Seconds(2)) {
+ClientOptions FastOptions(const Sidecar& s) {
   ClientOptions options;
   options.grpc_addr = s.grpc;
-  options.call_timeout = call_timeout;
   options.heartbeat_interval = absl::Milliseconds(300);
   options.min_backoff = absl::Milliseconds(50);
   options.max_backoff = absl::Milliseconds(500);
+  return options;
+}
+
+std::unique_ptr<Client> Connect(const Sidecar& s, absl::Duration call_timeout = absl::Seconds(2)) {
+  ClientOptions options = FastOptions(s);
+  options.call_timeout = call_timeout;
   return *Client::Create(options);
 }
 
@@ -379,6 +389,35 @@ TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
   const absl::Duration handover = absl::FromChrono(next.at - sent);
   EXPECT_LT(handover, fx_.renew_deadline / 2) << "handover took " << handover;
   std::printf("SIGTERM -> new leader's work started: %s\n", absl::FormatDuration(handover).c_str());
+}
+
+TEST_F(SidecarsTest, AClientExpectingAnotherLeaseRefusesTheAnswers) {
+  const Sidecar& s = fx_.sidecars[leader_];
+  ClientOptions wrong_options = FastOptions(s);
+  wrong_options.lease_name = "not-this-lease";
+  wrong_options.lease_namespace = fx_.namespace_;
+  std::unique_ptr<Client> wrong = *Client::Create(wrong_options);
+  const absl::StatusOr<Leadership> refused = wrong->GetLeadership();
+  ASSERT_TRUE(IsWrongLease(refused.status())) << refused.status();
+  EXPECT_FALSE(IsNotLeader(refused.status()));
+  EXPECT_NE(refused.status().message().find(fx_.namespace_ + "/not-this-lease"), std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find(fx_.namespace_ + "/" + fx_.lease_name),
+            std::string::npos)
+      << refused.status();
+  const absl::StatusOr<bool> is_leader = wrong->IsLeader();
+  EXPECT_TRUE(IsWrongLease(is_leader.status())) << is_leader.status();
+  EXPECT_TRUE(IsWrongLease(wrong->RequireLeader(absl::ZeroDuration()).status()));
+  const absl::StatusOr<Leadership> watched = wrong->Watch()->Next(absl::Seconds(5));
+  EXPECT_TRUE(IsWrongLease(watched.status())) << watched.status();
+
+  ClientOptions right_options = FastOptions(s);
+  right_options.lease_name = fx_.lease_name;
+  right_options.lease_namespace = fx_.namespace_;
+  const absl::StatusOr<Leadership> answer = (*Client::Create(right_options))->GetLeadership();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_TRUE(answer->is_leader);
+  conformance::Passed("lease-identity");
 }
 
 }  // namespace
