@@ -234,11 +234,18 @@ func (c *Client) wrap(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("baton: %w", ctx.Err())
 	}
+	return translate(c.addr, err)
+}
+
+// translate is the one mapping of a failed call's gRPC status to this
+// package's errors: the codes that mean "no usable sidecar here" become an
+// *UnavailableError, the others keep their status.
+func translate(addr string, err error) error {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Unimplemented, codes.Canceled:
-		return &UnavailableError{Addr: c.addr, Err: err}
+		return &UnavailableError{Addr: addr, Err: err}
 	}
-	return fmt.Errorf("baton: %s: %w", c.addr, err)
+	return fmt.Errorf("baton: %s: %w", addr, err)
 }
 
 // Leadership asks the sidecar for the current state. It fails fast with
@@ -286,7 +293,13 @@ func (c *Client) requireLeader(ctx context.Context, minValidity time.Duration) (
 	if err != nil {
 		return Leadership{}, err
 	}
-	remaining := l.Remaining()
+	return requireLeaderAt(l, minValidity, boottime())
+}
+
+// requireLeaderAt is RequireLeader's decision on l at the CLOCK_BOOTTIME
+// reading now: l if it leads with at least minValidity (and some) left.
+func requireLeaderAt(l Leadership, minValidity, now time.Duration) (Leadership, error) {
+	remaining := l.remainingAt(now)
 	if !l.IsLeader || remaining <= 0 || remaining < minValidity {
 		return Leadership{}, &NotLeaderError{Leadership: l, MinValidity: minValidity, Remaining: remaining}
 	}
