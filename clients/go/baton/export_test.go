@@ -10,7 +10,9 @@ import (
 )
 
 // FromProtoSince converts a message with validity counting from since.
-func FromProtoSince(m *batonv1.Leadership, since time.Duration) Leadership { return fromProto(m, since) }
+func FromProtoSince(m *batonv1.Leadership, since time.Duration) Leadership {
+	return fromProto(m, since)
+}
 
 // ParseLeadershipSince is ParseLeadership with validity counting from since.
 func ParseLeadershipSince(body []byte, since time.Duration) (Leadership, error) {
