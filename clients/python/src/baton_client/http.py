@@ -17,7 +17,16 @@ from ._address import DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolve
 from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError, WrongLeaseError
 from .leadership import (Backoff, Leadership, WatchTracker, boottime, check_leader,
-                         client_id_or_random, from_json, sleep_unless_stopped, wait_for_leader)
+                         client_id_or_random, parse_json, sleep_unless_stopped, wait_for_leader)
+
+
+def status_error(addr: str, request: str, status: int, reason: str) -> BatonError:
+    """The error for an HTTP error status: 503 (the sidecar is shutting down,
+    or at its connection limit) is SidecarUnavailableError, any other status
+    a BatonError naming it."""
+    if status == 503:
+        return SidecarUnavailableError(addr, f"{request}: HTTP 503: {reason}", ENV_HTTP_ADDR)
+    return BatonError(f"{request}: HTTP {status}: {reason}")
 
 
 class HttpClient:
@@ -43,7 +52,7 @@ class HttpClient:
         self.lease = expected_lease(lease_name, lease_namespace)
 
     def _request(self, method: str, path: str, **query: object) -> tuple:
-        """Returns (JSON body, boottime() when the request was sent)."""
+        """Returns (the body, boottime() when the request was sent)."""
         url = f"http://{self.addr}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -51,19 +60,26 @@ class HttpClient:
         sent = boottime()
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.load(resp), sent
+                return resp.read(), sent
         except urllib.error.HTTPError as e:
             reason = e.read(512).decode("utf-8", "replace").strip()
-            raise BatonError(f"{method} {path}: HTTP {e.code}: {reason}") from e
-        except (OSError, ValueError) as e:  # refused, reset, timeout, bad JSON
+            raise status_error(self.addr, f"{method} {path}", e.code, reason) from e
+        except OSError as e:  # refused, reset, timeout
             raise SidecarUnavailableError(self.addr, e, ENV_HTTP_ADDR) from e
+
+    def _json(self, method: str, path: str, **query: object) -> dict:
+        body, _ = self._request(method, path, **query)
+        try:
+            return json.loads(body)
+        except ValueError as e:
+            raise BatonError(f"{method} {path}: malformed answer: {e}") from e
 
     def leadership(self) -> Leadership:
         """The current state (GET /leader). Raises SidecarUnavailableError if
         no sidecar answers, WrongLeaseError if it serves another Lease than
-        the expected one."""
+        the expected one, BatonError for a malformed answer."""
         body, sent = self._request("GET", "/leader", client_id=self.client_id)
-        return check_lease(from_json(body, sent), self.lease, self.addr)
+        return check_lease(parse_json(body, sent), self.lease, self.addr)
 
     def is_leader(self) -> bool:
         """Whether this pod leads right now. Raises SidecarUnavailableError
@@ -79,8 +95,7 @@ class HttpClient:
     def resign(self) -> bool:
         """Steps down now and releases the Lease (POST /resign). Returns
         whether this pod was leader. The sidecar keeps campaigning."""
-        body, _ = self._request("POST", "/resign")
-        return bool(body.get("wasLeader", False))
+        return bool(self._json("POST", "/resign").get("wasLeader", False))
 
     def acknowledge_step_down(self, fencing_token: int) -> bool:
         """POST /leader/ack: this application has stopped acting on the term
@@ -91,8 +106,8 @@ class HttpClient:
         still gets a safe handover, but a slow one: the sidecar releases the
         Lease only once the last promise it gave has lapsed, up to its
         --renew-deadline after the last answer."""
-        body, _ = self._request("POST", "/leader/ack", client_id=self.client_id,
-                                fencing_token=int(fencing_token))
+        body = self._json("POST", "/leader/ack", client_id=self.client_id,
+                          fencing_token=int(fencing_token))
         return bool(body.get("acknowledged", False))
 
     def run_while_leader(self, work: "_leader_work.Work", *,
