@@ -14,7 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "baton/v1/leader_election.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "internal.h"
 
 namespace baton::client {
 
@@ -41,40 +44,12 @@ constexpr clockid_t kBootClockId = CLOCK_MONOTONIC;
 constexpr bool kSharesSidecarClock = false;
 #endif
 
-absl::Duration FromProto(const google::protobuf::Duration& d) {
+absl::Duration DurationFromProto(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
+absl::Time TimeFromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
-
-// `since` is when the answer's validity starts counting if the sidecar sent
-// no deadline of its own.
-Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
-  Leadership l;
-  l.is_leader = m.is_leader();
-  l.identity = m.identity();
-  l.holder_identity = m.holder_identity();
-  l.fencing_token = m.fencing_token();
-  l.fencing_revision = m.fencing_revision();
-  l.lease_name = m.lease_name();
-  l.lease_namespace = m.lease_namespace();
-  l.lease_uid = m.lease_uid();
-  if (m.has_acquire_time()) l.acquire_time = FromProto(m.acquire_time());
-  if (m.has_renew_time()) l.renew_time = FromProto(m.renew_time());
-  if (m.has_lease_duration()) l.lease_duration = FromProto(m.lease_duration());
-  l.observed = m.observed();
-  l.stepping_down = m.stepping_down();
-  if (l.is_leader) {
-    l.valid_for = FromProto(m.valid_for());
-    l.valid_until = since + absl::ToChronoNanoseconds(l.valid_for);
-    const absl::Duration deadline = FromProto(m.valid_until_boottime());
-    if (deadline > absl::ZeroDuration() && kSharesSidecarClock) {
-      l.valid_until = Clock::time_point(absl::ToChronoNanoseconds(deadline));
-    }
-  }
-  return l;
 }
 
 // What a watch compares to decide whether a state is news: everything but
@@ -82,26 +57,6 @@ Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
 auto Key(const Leadership& l) {
   return std::tie(l.is_leader, l.observed, l.stepping_down, l.identity, l.holder_identity,
                   l.lease_uid, l.fencing_token);
-}
-
-// The one mapping from gRPC statuses to absl on this boundary: anything that
-// means "no usable sidecar here" is kUnavailable with a message that says
-// what to check.
-absl::Status Translate(const std::string& addr, const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::OK:
-      return absl::OkStatus();
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::UNIMPLEMENTED:
-    case grpc::StatusCode::CANCELLED:
-      return absl::UnavailableError(absl::StrCat(
-          "no baton sidecar answering at ", addr, " (is the baton container running, and is $",
-          kGrpcAddrEnv, " right?): ", status.error_message()));
-    default:
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          absl::StrCat(addr, ": ", status.error_message()));
-  }
 }
 
 std::string NotLeaderReason(const Leadership& l, absl::Duration remaining,
@@ -194,6 +149,97 @@ Clock::time_point After(absl::Duration timeout) {
 
 }  // namespace
 
+namespace internal {
+
+Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
+  Leadership l;
+  l.is_leader = m.is_leader();
+  l.identity = m.identity();
+  l.holder_identity = m.holder_identity();
+  l.fencing_token = m.fencing_token();
+  l.fencing_revision = m.fencing_revision();
+  l.lease_name = m.lease_name();
+  l.lease_namespace = m.lease_namespace();
+  l.lease_uid = m.lease_uid();
+  if (m.has_acquire_time()) l.acquire_time = TimeFromProto(m.acquire_time());
+  if (m.has_renew_time()) l.renew_time = TimeFromProto(m.renew_time());
+  if (m.has_lease_duration()) l.lease_duration = DurationFromProto(m.lease_duration());
+  l.observed = m.observed();
+  l.stepping_down = m.stepping_down();
+  if (l.is_leader) {
+    l.valid_for = DurationFromProto(m.valid_for());
+    l.valid_until = since + absl::ToChronoNanoseconds(l.valid_for);
+    const absl::Duration deadline = DurationFromProto(m.valid_until_boottime());
+    if (deadline > absl::ZeroDuration() && kSharesSidecarClock) {
+      l.valid_until = Clock::time_point(absl::ToChronoNanoseconds(deadline));
+    }
+  }
+  return l;
+}
+
+absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body, Clock::time_point since) {
+  auto refused = [](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("not a baton Leadership: ", why));
+  };
+  const std::string text(body);
+  // protobuf's JSON parser also takes a string ("true") for a bool, which
+  // proto3 JSON does not: the booleans are checked on the JSON itself.
+  google::protobuf::Struct object;
+  if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &object); !parsed.ok()) {
+    return refused(parsed.message().as_string());
+  }
+  for (const char* field : {"isLeader", "observed", "steppingDown"}) {
+    const auto it = object.fields().find(field);
+    if (it != object.fields().end() && !it->second.has_bool_value() &&
+        !it->second.has_null_value()) {
+      return refused(absl::StrCat(field, " is not a boolean"));
+    }
+  }
+  v1::Leadership m;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &m, options); !parsed.ok()) {
+    return refused(parsed.message().as_string());
+  }
+  return FromProto(m, since);
+}
+
+absl::Duration RemainingAt(const Leadership& l, Clock::time_point now) {
+  if (!l.is_leader) return absl::ZeroDuration();
+  return std::max(absl::FromChrono(l.valid_until - now), absl::ZeroDuration());
+}
+
+absl::StatusOr<int32_t> RequireLeaderAt(const Leadership& l, absl::Duration min_validity,
+                                        Clock::time_point now) {
+  const absl::Duration remaining = RemainingAt(l, now);
+  if (!l.is_leader || remaining <= absl::ZeroDuration() || remaining < min_validity) {
+    absl::Status status =
+        absl::FailedPreconditionError(NotLeaderReason(l, remaining, min_validity));
+    status.SetPayload(kNotLeaderPayload, absl::Cord(l.holder_identity));
+    return status;
+  }
+  return l.fencing_token;
+}
+
+absl::Status Translate(const std::string& addr, const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::CANCELLED:
+      return absl::UnavailableError(absl::StrCat(
+          "no baton sidecar answering at ", addr, " (is the baton container running, and is $",
+          kGrpcAddrEnv, " right?): ", status.error_message()));
+    default:
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat(addr, ": ", status.error_message()));
+  }
+}
+
+}  // namespace internal
+
 BootClock::time_point BootClock::now() noexcept {
   timespec ts{};
   // Cannot fail for a clock id the kernel has (CLOCK_BOOTTIME: Linux 2.6.39).
@@ -201,9 +247,10 @@ BootClock::time_point BootClock::now() noexcept {
   return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
 
-absl::Duration Leadership::Remaining() const {
-  if (!is_leader) return absl::ZeroDuration();
-  return std::max(absl::FromChrono(valid_until - Clock::now()), absl::ZeroDuration());
+absl::Duration Leadership::Remaining() const { return internal::RemainingAt(*this, Clock::now()); }
+
+absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body) {
+  return internal::ParseLeadershipJson(body, Clock::now());
 }
 
 std::string Leadership::FieldManager() const {
@@ -300,8 +347,8 @@ absl::StatusOr<Leadership> Client::GetLeadership() const {
   v1::Leadership response;
   const Clock::time_point sent = Clock::now();
   const grpc::Status status = connection_->stub->GetLeadership(&context, request, &response);
-  if (!status.ok()) return Translate(connection_->addr, status);
-  Leadership l = FromProto(response, sent);
+  if (!status.ok()) return internal::Translate(connection_->addr, status);
+  Leadership l = internal::FromProto(response, sent);
   if (absl::Status lease = CheckLease(*connection_, l); !lease.ok()) return lease;
   return l;
 }
@@ -315,14 +362,7 @@ absl::StatusOr<bool> Client::IsLeader() const {
 absl::StatusOr<int32_t> Client::RequireLeader(absl::Duration min_validity) const {
   absl::StatusOr<Leadership> l = GetLeadership();
   if (!l.ok()) return l.status();
-  const absl::Duration remaining = l->Remaining();
-  if (!l->is_leader || remaining <= absl::ZeroDuration() || remaining < min_validity) {
-    absl::Status status =
-        absl::FailedPreconditionError(NotLeaderReason(*l, remaining, min_validity));
-    status.SetPayload(kNotLeaderPayload, absl::Cord(l->holder_identity));
-    return status;
-  }
-  return l->fencing_token;
+  return internal::RequireLeaderAt(*l, min_validity, Clock::now());
 }
 
 absl::StatusOr<bool> Client::Resign() const {
@@ -330,7 +370,7 @@ absl::StatusOr<bool> Client::Resign() const {
   context.set_deadline(CallDeadline(connection_->options.call_timeout));
   v1::ResignResponse response;
   const grpc::Status status = connection_->stub->Resign(&context, v1::ResignRequest(), &response);
-  if (!status.ok()) return Translate(connection_->addr, status);
+  if (!status.ok()) return internal::Translate(connection_->addr, status);
   return response.was_leader();
 }
 
@@ -342,7 +382,7 @@ absl::StatusOr<bool> Client::AcknowledgeStepDown(int32_t fencing_token) const {
   request.set_fencing_token(fencing_token);
   v1::AcknowledgeStepDownResponse response;
   const grpc::Status status = connection_->stub->AcknowledgeStepDown(&context, request, &response);
-  if (!status.ok()) return Translate(connection_->addr, status);
+  if (!status.ok()) return internal::Translate(connection_->addr, status);
   return response.acknowledged();
 }
 
@@ -502,7 +542,7 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
   v1::WatchLeadershipResponse message;
   absl::Status wrong_lease;
   while (reader->Read(&message)) {
-    Leadership l = FromProto(message.leadership(), Clock::now());
+    Leadership l = internal::FromProto(message.leadership(), Clock::now());
     wrong_lease = CheckLease(*connection_, l);
     if (!wrong_lease.ok()) {
       stream->context.TryCancel();
@@ -518,7 +558,7 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
       : status.ok()
           ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
                                                 " ended the stream (shutting down)"))
-          : Translate(connection_->addr, status);
+          : internal::Translate(connection_->addr, status);
   absl::MutexLock lock(&mu_);
   item_ = std::make_unique<Item>(Item{std::move(ended)});
 }

@@ -170,6 +170,13 @@ absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr);
 // with BootClock again.
 inline constexpr absl::Duration kClockRecheck = absl::Milliseconds(100);
 
+// Converts a GET /leader body (the proto3 JSON of baton.v1.Leadership), for
+// applications that read the sidecar's HTTP API themselves. Its validity
+// counts from now if the sidecar sent no deadline of its own. Unknown fields
+// are ignored; kInvalidArgument for anything but a JSON object with fields of
+// the right types.
+absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body);
+
 // True for RequireLeader's "this pod must not write" answer.
 bool IsNotLeader(const absl::Status& status);
 
