@@ -85,6 +85,23 @@ void Signal(const Sidecar& s, int sig) {
   ASSERT_EQ(kill(s.pid, sig), 0);
 }
 
+// Waits until a SIGSTOP sent to `s` has taken effect (kill returns before
+// the process is stopped, and it may answer meanwhile).
+void AwaitStopped(const Sidecar& s) {
+  const auto deadline = steady_clock::now() + std::chrono::seconds(2);
+  while (steady_clock::now() < deadline) {
+    std::ifstream in(absl::StrCat("/proc/", s.pid, "/stat"));
+    std::stringstream stat;
+    stat << in.rdbuf();
+    // The state follows the command name in parentheses: "T" is stopped.
+    const std::string text = stat.str();
+    const size_t end = text.rfind(") ");
+    if (end != std::string::npos && text.compare(end + 2, 1, "T") == 0) return;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  FAIL() << s.identity << " (pid " << s.pid << ") did not stop within 2s";
+}
+
 class SidecarsTest : public testing::Test {
  protected:
   void SetUp() override {
@@ -415,6 +432,7 @@ TEST_F(SidecarsTest, RequireLeaderNeverReturnsATokenWhileTheSidecarIsPaused) {
   const absl::StatusOr<Leadership> answer = client->GetLeadership();
   ASSERT_TRUE(answer.ok() && answer->is_leader) << answer.status();
   Signal(s, SIGSTOP);
+  AwaitStopped(s);  // on failure the checks below fail too, and SIGCONT follows
   const auto pause_end =
       steady_clock::now() + absl::ToChronoMilliseconds(fx_.lease_duration + absl::Seconds(1.5));
   while (steady_clock::now() < pause_end) {

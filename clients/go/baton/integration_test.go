@@ -9,7 +9,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -72,6 +74,20 @@ func signal(t *testing.T, s sidecar, sig syscall.Signal) {
 	if err := syscall.Kill(*s.Pid, sig); err != nil {
 		t.Fatalf("kill -%v %d: %v", sig, *s.Pid, err)
 	}
+}
+
+// awaitStopped waits until the SIGSTOP sent to s has taken effect (kill
+// returns before the process is stopped, and it may answer meanwhile).
+func awaitStopped(t *testing.T, s sidecar) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", *s.Pid))
+		// The state follows the command name in parentheses: "T" is stopped.
+		if _, rest, ok := strings.Cut(string(stat), ") "); err == nil && ok && strings.HasPrefix(rest, "T") {
+			return
+		}
+	}
+	t.Fatalf("sidecar %d (pid %d) did not stop within 2s", s.Index, *s.Pid)
 }
 
 // settled waits until every sidecar runs, has read the Lease and answers
@@ -429,6 +445,7 @@ func TestRequireLeaderNeverReturnsATokenWhileTheSidecarIsPaused(t *testing.T) {
 			signal(t, s, syscall.SIGCONT)
 		}
 	}()
+	awaitStopped(t, s)
 	pauseEnd := time.Now().Add(seconds(f.LeaseDuration) + 1500*time.Millisecond)
 	for time.Now().Before(pauseEnd) {
 		if token, err := c.RequireLeader(ctx, 0); !errors.Is(err, baton.ErrSidecarUnavailable) {

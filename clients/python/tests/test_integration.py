@@ -13,7 +13,7 @@ import pytest
 from baton_client import (AsyncClient, BatonError, Client, HttpClient, NotLeaderError,
                           SidecarUnavailableError, boottime)
 from conformance import passed
-from conftest import read_fixture, send, wait_settled
+from conftest import read_fixture, send, wait_settled, wait_stopped
 
 FAST = dict(heartbeat_interval=0.3, min_backoff=0.05, max_backoff=0.5)
 
@@ -139,6 +139,7 @@ def test_require_leader_never_returns_a_token_while_the_sidecar_is_paused(settle
         assert answer.is_leader
         send(s, signal.SIGSTOP)
         try:
+            wait_stopped(s)
             pause_end = time.monotonic() + fx["leaseDuration"] + 1.5
             while time.monotonic() < pause_end:
                 with pytest.raises(SidecarUnavailableError):
