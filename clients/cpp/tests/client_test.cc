@@ -146,11 +146,12 @@ TEST(ClientTest, AnExpectedLeaseNeedsAName) {
 }
 
 TEST(ClientTest, TheExpectedLeaseComesFromTheEnvironment) {
-  setenv(std::string(kLeaseNamespaceEnv).c_str(), "ns", 1);
-  unsetenv(std::string(kLeaseNameEnv).c_str());
+  const std::string name(kLeaseNameEnv), ns(kLeaseNamespaceEnv);
+  setenv(ns.c_str(), "ns", 1);  // NOLINT(concurrency-mt-unsafe): one thread
+  unsetenv(name.c_str());       // NOLINT(concurrency-mt-unsafe): one thread
   EXPECT_EQ(Client::Create().status().code(), absl::StatusCode::kInvalidArgument)
-      << "$" << kLeaseNamespaceEnv << " without $" << kLeaseNameEnv;
-  unsetenv(std::string(kLeaseNamespaceEnv).c_str());
+      << "$" << ns << " without $" << name;
+  unsetenv(ns.c_str());  // NOLINT(concurrency-mt-unsafe): one thread
   EXPECT_TRUE(Client::Create().ok());
 }
 
