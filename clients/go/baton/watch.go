@@ -98,7 +98,7 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 			case <-sctx.Done():
 				return
 			}
-			if err != nil {
+			if r.err != nil {
 				return
 			}
 		}

@@ -68,6 +68,7 @@ class HttpClient:
             raise SidecarUnavailableError(self.addr, e, ENV_HTTP_ADDR) from e
 
     def _json(self, method: str, path: str, **query: object) -> dict:
+        """The JSON object a POST answers; BatonError if it is malformed."""
         body, _ = self._request(method, path, **query)
         try:
             return json.loads(body)
