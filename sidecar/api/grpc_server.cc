@@ -24,7 +24,6 @@ int Millis(absl::Duration d) {
 
 GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
     : options_(std::move(options)),
-      context_(context),
       service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval,
                                             options_.fanout_threads},
                context),

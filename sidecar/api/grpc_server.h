@@ -104,7 +104,6 @@ class GrpcServer {
   absl::Duration RefreshAll();
 
   const GrpcServerOptions options_;
-  const ApiContext* const context_;
   LeaderElectionService service_;
   HealthService health_;
   std::unique_ptr<grpc::Server> server_;

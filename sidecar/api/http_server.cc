@@ -86,8 +86,8 @@ absl::Status ParseAddress(const std::string& address, net::ip::address* ip, uint
 // its life: a Stream of the server's SseLeadershipStreams, which calls Send
 // and End from any thread; both only post to the strand. While registered
 // there the session keeps itself alive (stream_self_).
-class HttpServer::Session : public std::enable_shared_from_this<Session>,
-                            public SseLeadershipStreams::Stream {
+class HttpServer::Session final : public std::enable_shared_from_this<Session>,
+                                  public SseLeadershipStreams::Stream {
  public:
   Session(HttpServer* server, Socket socket)
       : server_(server),
