@@ -286,6 +286,7 @@ TEST_F(HttpWatchTest, StreamsAreNeverEvictedAndLeaveRoomForRequests) {
   AwaitWatchers(6);
   // Idle connections beyond the limit evict each other, never a stream.
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
+  idle.reserve(10);
   for (int i = 0; i < 10; ++i) idle.push_back(std::make_unique<RawHttpConnection>(server_->port()));
   std::optional<HttpResponse> leader = Fetch("/leader");
   ASSERT_TRUE(leader);

@@ -29,7 +29,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -143,12 +142,16 @@ class Watcher final : public grpc::ClientReadReactor<WatchLeadershipResponse> {
 // publish time) is parsed once per token.
 class SseWatchers {
  public:
-  SseWatchers(const std::string& target, int n, Collector* collector) : collector_(collector) {
+  explicit SseWatchers(Collector* collector) : collector_(collector) {}
+
+  // Opens `n` streams on `target` ("ip:port") and starts reading them; false
+  // (with a message on stderr) if one cannot be opened.
+  bool Open(const std::string& target, int n) {
     const size_t colon = target.rfind(':');
     int port = 0;
     if (colon == std::string::npos || !absl::SimpleAtoi(target.substr(colon + 1), &port)) {
       std::fprintf(stderr, "api_bench_client: bad --http_target %s\n", target.c_str());
-      std::exit(2);
+      return false;
     }
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -160,27 +163,30 @@ class SseWatchers {
     conns_.resize(n);
     for (int i = 0; i < n; ++i) {
       const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      conns_[i].fd = fd;
       if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
           send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
               static_cast<ssize_t>(request.size())) {
         std::fprintf(stderr, "api_bench_client: stream %d could not connect\n", i);
-        std::exit(1);
+        return false;
       }
       fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-      conns_[i].fd = fd;
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u32 = static_cast<uint32_t>(i);
       epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
     }
     reader_ = std::thread([this] { Read(); });
+    return true;
   }
 
   ~SseWatchers() {
     stop_ = true;
-    reader_.join();
-    for (const Conn& c : conns_) close(c.fd);
-    close(epoll_);
+    if (reader_.joinable()) reader_.join();
+    for (const Conn& c : conns_) {
+      if (c.fd >= 0) close(c.fd);
+    }
+    if (epoll_ >= 0) close(epoll_);
   }
 
  private:
@@ -359,7 +365,8 @@ int Run() {
   std::vector<std::unique_ptr<Watcher>> watchers;
   std::unique_ptr<SseWatchers> sse;
   if (absl::GetFlag(FLAGS_mode) == "sse") {
-    sse = std::make_unique<SseWatchers>(absl::GetFlag(FLAGS_http_target), n, &collector);
+    sse = std::make_unique<SseWatchers>(&collector);
+    if (!sse->Open(absl::GetFlag(FLAGS_http_target), n)) return 1;
   } else {
     watchers.reserve(n);
     for (int i = 0; i < n; ++i) {
