@@ -59,7 +59,8 @@ ABSL_FLAG(absl::Duration, retry_period, baton::ElectionTiming{}.retry_period,
 ABSL_FLAG(std::string, kubeconfig, "",
           "Path to a kubeconfig. Default: in-cluster config (ServiceAccount token).");
 ABSL_FLAG(std::string, http_addr, baton::SidecarConfig{}.http_addr,
-          "host:port of the local HTTP API (/leader, /readyz/leader, /healthz, /metrics).");
+          "host:port of the local HTTP API (/leader, /leader/watch, /readyz/leader, /healthz, "
+          "/metrics).");
 ABSL_FLAG(std::string, grpc_addr, baton::SidecarConfig{}.grpc_addr,
           "host:port of the local gRPC API (baton.v1.LeaderElection, grpc.health.v1).");
 ABSL_FLAG(std::string, metrics_addr, "",
@@ -70,6 +71,9 @@ ABSL_FLAG(bool, release_on_shutdown, true,
 ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
           "Deadline of each API-server request. Default: 5s, or half of --renew-deadline if "
           "that is shorter.");
+ABSL_FLAG(absl::Duration, sse_heartbeat, baton::SidecarConfig{}.sse_heartbeat,
+          "GET /leader/watch: send a heartbeat comment after this long without an event "
+          "(at least 100ms). A client's ?heartbeat= may ask for a shorter one.");
 ABSL_FLAG(
     absl::Duration, shutdown_grace, absl::Seconds(5),
     "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
@@ -155,6 +159,7 @@ ConfigInputs InputsFromFlags() {
   in.release_on_shutdown = absl::GetFlag(FLAGS_release_on_shutdown);
   in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
   in.hostname = Hostname();
