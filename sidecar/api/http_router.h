@@ -19,7 +19,8 @@
 //   GET  /leader/watch   an event stream (text/event-stream; sse_leadership.h):
 //                        the Leadership JSON at once, then at every change.
 //                        ?client_id=ID as for GET /leader; ?heartbeat=DUR
-//                        (e.g. 5s) may shorten the heartbeat interval; 400
+//                        (e.g. 5s) asks for the state again after that long
+//                        without an event (a state heartbeat); 400
 //                        for a malformed one. Handle only answers the
 //                        stream's head; HttpServer runs the stream.
 //   GET  /readyz/leader  200 while this pod leads, 503 otherwise.

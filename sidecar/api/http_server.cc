@@ -228,8 +228,14 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
     version_ = reply.response.version();
     heartbeat_ = ToChrono(server_->WatchHeartbeat(reply.stream->heartbeat));
     stream_self_ = shared_from_this();
+    // ?heartbeat= asks for the state itself at that interval, a fresh promise
+    // while leading, as WatchLeadership's heartbeat_interval does; without it
+    // only the comment fills the silence.
+    const absl::Duration state_heartbeat = reply.stream->heartbeat
+                                               ? server_->WatchHeartbeat(reply.stream->heartbeat)
+                                               : absl::ZeroDuration();
     // Sends the first event or refuses the stream, both through the strand.
-    server_->watches_->Open(this, std::move(reply.stream->client_id), absl::ZeroDuration());
+    server_->watches_->Open(this, std::move(reply.stream->client_id), state_heartbeat);
   }
 
   // Any thread.

@@ -151,9 +151,15 @@ TEST_F(HttpWatchTest, TheGuaranteeRunningOutWithTimeAloneIsAnEvent) {
   EXPECT_EQ(lapsed["validFor"].as_string(), "0s");
 }
 
-TEST_F(HttpWatchTest, HeartbeatCommentsFillTheSilenceAtTheAskedInterval) {
-  SseClient watch(server_->port(), "/leader/watch?heartbeat=50ms");
+TEST_F(HttpWatchTest, WithoutAHeartbeatParameterCommentsFillTheSilence) {
+  server_.reset();
+  HttpServerOptions options = TestOptions();
+  options.watch_heartbeat = absl::Milliseconds(50);
+  StartServer(options);
+  env_.publisher.Publish(Leading(env_.clock, 5));
+  SseClient watch(server_->port(), "/leader/watch?client_id=app-1");
   NextLeadership(watch);
+  ASSERT_TRUE(env_.publisher.Acknowledge("app-1", 5));
   for (int i = 0; i < 3; ++i) {
     const absl::Time start = absl::Now();
     std::optional<SseEvent> beat = watch.Next(absl::Seconds(1));
@@ -162,6 +168,27 @@ TEST_F(HttpWatchTest, HeartbeatCommentsFillTheSilenceAtTheAskedInterval) {
     EXPECT_EQ(beat->comment, "heartbeat");
     EXPECT_GE(absl::Now() - start, absl::Milliseconds(40));
   }
+  // A comment is not an answer: nothing was promised since the acknowledgement.
+  EXPECT_EQ(Outstanding(5), std::nullopt);
+}
+
+TEST_F(HttpWatchTest, AnAskedHeartbeatIsTheStateAgainWithAFreshPromise) {
+  Leadership l = Leading(env_.clock, 5);
+  env_.publisher.Publish(l);
+  SseClient watch(server_->port(), "/leader/watch?client_id=app-1&heartbeat=50ms");
+  EXPECT_TRUE(NextLeadership(watch)["isLeader"].as_bool());
+  EXPECT_EQ(Outstanding(5), l.leader_until);
+  // A renew alone sends nothing, but the next heartbeat tells it, and
+  // promises it.
+  l.leader_until += absl::Seconds(5);
+  env_.publisher.Publish(l);
+  for (int i = 0; i < 3; ++i) {
+    const absl::Time start = absl::Now();
+    boost::json::object beat = NextLeadership(watch, absl::Seconds(1));
+    EXPECT_TRUE(beat["isLeader"].as_bool());
+    EXPECT_GE(absl::Now() - start, absl::Milliseconds(20));
+  }
+  EXPECT_EQ(Outstanding(5), l.leader_until);
 }
 
 TEST_F(HttpWatchTest, TheServersHeartbeatIsTheLongestAndTheMinimumTheShortest) {

@@ -14,7 +14,9 @@
 //   <blank line>
 //
 // which EventSource clients ignore and which keeps idle proxies and the
-// client's stall detection happy. No `id:` field: every event is the whole
+// client's stall detection happy. A stream that asked for ?heartbeat= gets
+// the state itself again instead (WatchEvent::kHeartbeat, formatted like any
+// event): a fresh promise while leading. No `id:` field: every event is the whole
 // state, so a reconnecting client needs no Last-Event-ID (it is ignored).
 #ifndef BATON_SIDECAR_API_SSE_LEADERSHIP_H_
 #define BATON_SIDECAR_API_SSE_LEADERSHIP_H_
