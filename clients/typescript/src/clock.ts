@@ -10,15 +10,20 @@
 //
 //   boottime = CLOCK_MONOTONIC + offset
 //
-// where offset is an upper bound of that difference, measured at a tick of
-// /proc/uptime: spinning on the file until its value changes pins the instant
-// it equals a multiple of 10 ms to within the few microseconds of one read.
-// Every reading also reads /proc/uptime (a pread of an open file, ~2 µs) and
-// re-measures the offset when the file is ahead of the estimate: a suspend
-// happened. Readings err late, never early — by the read time at
-// calibration (microseconds), or by up to 10 ms right after a suspend until
-// the re-measurement — so a deadline is never thought further away than it
-// is. A suspend shorter than 10 ms may go unnoticed.
+// where offset is an upper bound of that difference. Each read of
+// /proc/uptime that began at monotonic time s and returned u bounds it:
+// boottime was below u + 10 ms at some instant after s, so offset < u + 10 -
+// s. The estimate is the least such bound seen: the first reading spins on
+// the file for up to one tick (so that some read falls just before the value
+// changes, which makes its bound tight to within the read's few
+// microseconds), and every later reading reads the file once more (a pread
+// of an open file, ~2 µs) and keeps a tighter bound if it finds one. A read
+// that shows boottime beyond the estimate (u above monotonic + offset) means
+// the machine was suspended since: the estimate restarts from that read.
+// Readings therefore err late, never early — by the read time once a read
+// fell just before a tick, by up to 10 ms right after the first reading or a
+// suspend — so a deadline is never thought further away than it is. A
+// suspend shorter than the estimate's error may go unnoticed.
 //
 // Where /proc/uptime is missing (not Linux) or is not the kernel's
 // CLOCK_BOOTTIME (LXCFS and similar give a container its own, smaller
@@ -31,10 +36,8 @@ import { closeSync, openSync, readSync } from "node:fs";
 const UPTIME = "/proc/uptime";
 /** /proc/uptime's resolution. */
 const TICK_MS = 10;
-/** A tick edge counts as measured if one read before and after it took at most this. */
-const GOOD_EDGE_MS = 0.1;
-/** How long a calibration may spin looking for a good edge (a few ticks). */
-const CALIBRATION_SPIN_MS = 35;
+/** How long the first reading spins on /proc/uptime: a little over one tick. */
+const CALIBRATION_SPIN_MS = 12;
 
 /** CLOCK_MONOTONIC in milliseconds (libuv reads it for process.hrtime). */
 function monotonicMs(): number {
@@ -95,38 +98,27 @@ export class BoottimeClock {
   /** The current CLOCK_BOOTTIME reading in milliseconds, never early. */
   now(): number {
     if (Number.isNaN(this.offsetMs)) this.calibrate();
-    const u = this.uptime();
-    const after = this.monotonic();
-    if (u > after + this.offsetMs) this.calibrate(); // suspended since: the offset grew
+    else this.sample();
     return this.monotonic() + this.offsetMs;
   }
 
-  /**
-   * Measures the offset: spins on /proc/uptime for a tick edge whose two
-   * reads were quick, for at most CALIBRATION_SPIN_MS, and keeps the
-   * tightest upper bound seen (each read alone bounds it by a whole tick).
-   */
+  /** Reads /proc/uptime once and tightens the estimate, or restarts it after a suspend. */
+  private sample(): void {
+    const start = this.monotonic();
+    const u = this.uptime();
+    const end = this.monotonic();
+    const bound = u + TICK_MS - start;
+    if (Number.isNaN(this.offsetMs) || u - end > this.offsetMs) this.offsetMs = bound; // first, or suspended
+    else this.offsetMs = Math.min(this.offsetMs, bound);
+  }
+
+  /** Samples /proc/uptime for up to CALIBRATION_SPIN_MS, past its next change. */
   private calibrate(): void {
-    let start = this.monotonic();
-    let prev = this.uptime();
-    let best = prev + TICK_MS - start;
-    const giveUp = start + CALIBRATION_SPIN_MS;
-    for (;;) {
-      const readStart = this.monotonic();
-      const u = this.uptime();
-      const readEnd = this.monotonic();
-      best = Math.min(best, u + TICK_MS - readStart);
-      if (u !== prev) {
-        // The value reached u after the previous read began, so at that
-        // instant boottime - monotonic <= u - start.
-        best = Math.min(best, u - start);
-        if (readEnd - start <= GOOD_EDGE_MS) break;
-      }
-      if (readEnd >= giveUp) break;
-      prev = u;
-      start = readStart;
-    }
-    this.offsetMs = best;
+    const first = this.uptime();
+    const giveUp = this.monotonic() + CALIBRATION_SPIN_MS;
+    do this.sample();
+    while (this.uptime() === first && this.monotonic() < giveUp);
+    this.sample();
   }
 }
 

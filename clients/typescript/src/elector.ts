@@ -209,19 +209,13 @@ export abstract class Elector {
     for (;;) {
       signal?.throwIfAborted();
       let error: Error;
-      const stream = new AbortController();
-      const stop = () => stream.abort();
-      signal?.addEventListener("abort", stop, { once: true });
       try {
-        for await (const l of this.followStream(stream.signal, () => backoff.reset())) yield l;
+        for await (const l of this.followStream(signal, () => backoff.reset())) yield l;
         signal?.throwIfAborted();
         error = new BatonError("baton: the watch stream ended");
       } catch (e) {
         signal?.throwIfAborted();
         error = e instanceof Error ? e : new BatonError(String(e));
-      } finally {
-        signal?.removeEventListener("abort", stop);
-        stream.abort();
       }
       yield new Leadership({ error });
       await sleep(backoff.next(), signal);
@@ -233,8 +227,11 @@ export abstract class Elector {
    * stalls or serves the wrong Lease. `connected` is called on its first
    * message.
    */
-  private async *followStream(signal: AbortSignal, connected: () => void): AsyncGenerator<Leadership> {
-    const it = this.openStream(signal);
+  private async *followStream(signal: AbortSignal | undefined, connected: () => void): AsyncGenerator<Leadership> {
+    const stream = new AbortController();
+    const stop = () => stream.abort();
+    signal?.addEventListener("abort", stop, { once: true });
+    const it = this.openStream(stream.signal);
     const stallMs = this.stallTimeoutMs();
     let last: Leadership | undefined;
     let stallAt = boottimeMs() + stallMs;
@@ -273,6 +270,8 @@ export abstract class Elector {
         if (news) yield l;
       }
     } finally {
+      signal?.removeEventListener("abort", stop);
+      stream.abort(); // ends a read in flight, so that return() need not wait for a silent stream
       await it.return?.();
     }
   }
