@@ -62,7 +62,9 @@ function runStore(listen: string, stop: AbortSignal): void {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const value = Buffer.concat(chunks).toString("utf8").slice(0, 1 << 16);
+      const value = Buffer.concat(chunks)
+        .toString("utf8")
+        .slice(0, 1 << 16);
       try {
         fence.admit(token);
       } catch (e) {
@@ -86,8 +88,10 @@ async function put(url: string, value: string, token: number, signal: AbortSigna
   if (!res.ok) throw new Error(`store: ${res.status}: ${(await res.text()).trim()}`);
 }
 
-async function runWriter(o: { store: string; key: string; every: number; minValidity: number; http: boolean },
-  stop: AbortSignal): Promise<void> {
+async function runWriter(
+  o: { store: string; key: string; every: number; minValidity: number; http: boolean },
+  stop: AbortSignal,
+): Promise<void> {
   // $BATON_GRPC_ADDR or 127.0.0.1:4041; with --http, $BATON_HTTP_ADDR or 127.0.0.1:4040.
   const baton = o.http ? new HttpClient() : new Client();
   const host = hostname();
@@ -96,24 +100,27 @@ async function runWriter(o: { store: string; key: string; every: number; minVali
   try {
     // Rejects with the stop signal's reason once the writes have stopped
     // and the step-down is acknowledged.
-    await baton.runWhileLeader(async (l, signal) => {
-      log(`leading with token ${l.fencingToken} (revision ${l.fencingRevision})`);
-      while (!signal.aborted) {
-        try {
-          // A fresh answer before each write, with enough validity left for it.
-          const { fencingToken } = await baton.requireLeadership(o.minValidity, { signal });
-          n++;
-          await put(`${o.store}/kv/${o.key}`, `${host} #${n}`, fencingToken, signal);
-          log(`write ${n} done with token ${fencingToken}`);
-        } catch (e) {
-          if (signal.aborted) break;
-          if (e instanceof NotLeaderError || e instanceof SidecarUnavailableError) log(`not writing: ${e.message}`);
-          else log(`write ${n} failed: ${(e as Error).message}`);
+    await baton.runWhileLeader(
+      async (l, signal) => {
+        log(`leading with token ${l.fencingToken} (revision ${l.fencingRevision})`);
+        while (!signal.aborted) {
+          try {
+            // A fresh answer before each write, with enough validity left for it.
+            const { fencingToken } = await baton.requireLeadership(o.minValidity, { signal });
+            n++;
+            await put(`${o.store}/kv/${o.key}`, `${host} #${n}`, fencingToken, signal);
+            log(`write ${n} done with token ${fencingToken}`);
+          } catch (e) {
+            if (signal.aborted) break;
+            if (e instanceof NotLeaderError || e instanceof SidecarUnavailableError) log(`not writing: ${e.message}`);
+            else log(`write ${n} failed: ${(e as Error).message}`);
+          }
+          await new Promise((r) => setTimeout(r, o.every));
         }
-        await new Promise((r) => setTimeout(r, o.every));
-      }
-      log(`term with token ${l.fencingToken} ended: stopped writing`);
-    }, { signal: stop });
+        log(`term with token ${l.fencingToken} ended: stopped writing`);
+      },
+      { signal: stop },
+    );
   } catch (e) {
     if (!stop.aborted) throw e;
   } finally {
@@ -137,8 +144,16 @@ async function main(): Promise<void> {
   const stop = stopSignal();
   if (command === "store") return runStore(values.listen, stop);
   if (command === "writer") {
-    return runWriter({ store: values.store, key: values.key, every: Number(values.every),
-      minValidity: Number(values["min-validity"]), http: values.http }, stop);
+    return runWriter(
+      {
+        store: values.store,
+        key: values.key,
+        every: Number(values.every),
+        minValidity: Number(values["min-validity"]),
+        http: values.http,
+      },
+      stop,
+    );
   }
   console.error("usage: fenced-writes store|writer [flags]");
   process.exitCode = 2;

@@ -134,8 +134,9 @@ export class Client extends Elector {
 
   protected async fetchLeadership(signal: AbortSignal | undefined): Promise<Leadership> {
     const sent = boottimeMs();
-    const m = await this.unary<Leadership__Output>(signal,
-      (o, cb) => this.stub.GetLeadership({ clientId: this.clientId }, o, cb));
+    const m = await this.unary<Leadership__Output>(signal, (o, cb) =>
+      this.stub.GetLeadership({ clientId: this.clientId }, o, cb),
+    );
     return leadershipFromProto(m, sent);
   }
 
@@ -151,8 +152,9 @@ export class Client extends Elector {
   }
 
   async acknowledgeStepDown(token: number, options: CallOptions = {}): Promise<boolean> {
-    const r = await this.unary<AcknowledgeStepDownResponse__Output>(options.signal,
-      (o, cb) => this.stub.AcknowledgeStepDown({ clientId: this.clientId, fencingToken: token }, o, cb));
+    const r = await this.unary<AcknowledgeStepDownResponse__Output>(options.signal, (o, cb) =>
+      this.stub.AcknowledgeStepDown({ clientId: this.clientId, fencingToken: token }, o, cb),
+    );
     return r.acknowledged;
   }
 
@@ -163,7 +165,10 @@ export class Client extends Elector {
   protected openStream(signal: AbortSignal): RawStream {
     const call = this.stub.WatchLeadership({
       clientId: this.clientId,
-      heartbeatInterval: { seconds: String(Math.floor(this.heartbeatMs / 1000)), nanos: (this.heartbeatMs % 1000) * 1e6 },
+      heartbeatInterval: {
+        seconds: String(Math.floor(this.heartbeatMs / 1000)),
+        nanos: (this.heartbeatMs % 1000) * 1e6,
+      },
     });
     const onAbort = () => call.cancel();
     signal.addEventListener("abort", onAbort, { once: true });

@@ -108,7 +108,8 @@ export class BoottimeClock {
     const u = this.uptime();
     const end = this.monotonic();
     const bound = u + TICK_MS - start;
-    if (Number.isNaN(this.offsetMs) || u - end > this.offsetMs) this.offsetMs = bound; // first, or suspended
+    if (Number.isNaN(this.offsetMs) || u - end > this.offsetMs)
+      this.offsetMs = bound; // first, or suspended
     else this.offsetMs = Math.min(this.offsetMs, bound);
   }
 

@@ -67,10 +67,13 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       clearTimeout(timer);
       reject(abortError(signal!));
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        signal?.removeEventListener("abort", onAbort);
+        resolve();
+      },
+      Math.max(0, ms),
+    );
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }
@@ -145,8 +148,11 @@ export abstract class Elector {
   /** Throws WrongLeaseError if `l` comes from a sidecar of another Lease than expected. */
   protected checkLease(l: Leadership): Leadership {
     const want = this.expectLease;
-    if (want && ((want.name !== undefined && want.name !== l.leaseName) ||
-      (want.namespace !== undefined && want.namespace !== l.leaseNamespace))) {
+    if (
+      want &&
+      ((want.name !== undefined && want.name !== l.leaseName) ||
+        (want.namespace !== undefined && want.namespace !== l.leaseNamespace))
+    ) {
       throw new WrongLeaseError(this.addr, want, { namespace: l.leaseNamespace, name: l.leaseName });
     }
     return l;
@@ -341,8 +347,10 @@ export abstract class Elector {
     try {
       for (;;) {
         next ??= states.next();
-        const woke = await Promise.race([next.then((s) => ({ state: s })), ...(running ? [running.settled.then((r) => ({ returned: r }))] : [])])
-          .catch((e: unknown) => ({ watchError: e }));
+        const woke = await Promise.race([
+          next.then((s) => ({ state: s })),
+          ...(running ? [running.settled.then((r) => ({ returned: r }))] : []),
+        ]).catch((e: unknown) => ({ watchError: e }));
         if ("watchError" in woke) {
           if (running) await end(running);
           running = undefined;
@@ -370,7 +378,10 @@ export abstract class Elector {
           const cancel = new AbortController();
           const settled = Promise.resolve()
             .then(() => work(s, cancel.signal))
-            .then(() => undefined, (error: unknown) => (cancel.signal.aborted ? undefined : { error }));
+            .then(
+              () => undefined,
+              (error: unknown) => (cancel.signal.aborted ? undefined : { error }),
+            );
           running = { term: s, cancel, settled };
         }
       }

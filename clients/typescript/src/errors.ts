@@ -37,8 +37,10 @@ export class SidecarUnavailableError extends BatonError {
     options: BatonErrorOptions = {},
   ) {
     const why = options.cause instanceof Error ? `: ${options.cause.message}` : "";
-    super(`baton: no sidecar answering at ${addr} (is the baton container running, and is $${envVar} right?)${why}`,
-      options);
+    super(
+      `baton: no sidecar answering at ${addr} (is the baton container running, and is $${envVar} right?)${why}`,
+      options,
+    );
   }
 }
 

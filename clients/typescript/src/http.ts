@@ -63,12 +63,19 @@ export class HttpClient extends Elector {
    * `timeoutMs` bounds the request until the caller calls `done` (after
    * reading the body, or at once for a stream).
    */
-  private async send(method: string, path: string, query: Record<string, string>, signal: AbortSignal | undefined,
-    timeoutMs: number | undefined): Promise<{ response: Response; done: () => void }> {
+  private async send(
+    method: string,
+    path: string,
+    query: Record<string, string>,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+  ): Promise<{ response: Response; done: () => void }> {
     signal?.throwIfAborted();
     const timeout = new AbortController();
-    const timer = timeoutMs === undefined ? undefined
-      : setTimeout(() => timeout.abort(new DOMException("no answer in time", "TimeoutError")), timeoutMs);
+    const timer =
+      timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => timeout.abort(new DOMException("no answer in time", "TimeoutError")), timeoutMs);
     const both = signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal;
     const done = () => clearTimeout(timer);
     let response: Response;
@@ -88,8 +95,12 @@ export class HttpClient extends Elector {
   }
 
   /** One request whose JSON-ish body is read whole within the call timeout. */
-  private async request(method: string, path: string, query: Record<string, string>,
-    signal: AbortSignal | undefined): Promise<string> {
+  private async request(
+    method: string,
+    path: string,
+    query: Record<string, string>,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
     const { response, done } = await this.send(method, path, query, signal, this.callTimeoutMs);
     try {
       return await response.text();
@@ -113,8 +124,12 @@ export class HttpClient extends Elector {
   }
 
   async acknowledgeStepDown(token: number, options: CallOptions = {}): Promise<boolean> {
-    const body = await this.request("POST", "/leader/ack",
-      { client_id: this.clientId, fencing_token: String(token) }, options.signal);
+    const body = await this.request(
+      "POST",
+      "/leader/ack",
+      { client_id: this.clientId, fencing_token: String(token) },
+      options.signal,
+    );
     return (JSON.parse(body) as { acknowledged?: boolean }).acknowledged === true;
   }
 
@@ -125,8 +140,13 @@ export class HttpClient extends Elector {
   protected openStream(signal: AbortSignal): RawStream {
     const self = this;
     return (async function* () {
-      const { response, done } = await self.send("GET", "/leader/watch", { client_id: self.clientId }, signal,
-        self.callTimeoutMs);
+      const { response, done } = await self.send(
+        "GET",
+        "/leader/watch",
+        { client_id: self.clientId },
+        signal,
+        self.callTimeoutMs,
+      );
       done(); // the stall timeout guards the body from here
       if (!response.body) throw new BatonError("baton: GET /leader/watch: no body");
       const parser = new SseParser();

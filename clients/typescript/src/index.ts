@@ -2,12 +2,7 @@
 // pod leads, for how long that is guaranteed, and which fencing token to tag
 // writes with, over gRPC (Client) or HTTP (HttpClient).
 
-export {
-  DEFAULT_GRPC_ADDR,
-  DEFAULT_HTTP_ADDR,
-  ENV_GRPC_ADDR,
-  ENV_HTTP_ADDR,
-} from "./address.js";
+export { DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, ENV_GRPC_ADDR, ENV_HTTP_ADDR } from "./address.js";
 export { Client, DEFAULT_HEARTBEAT_INTERVAL_MS, type ClientOptions } from "./client.js";
 export { boottimeMs, sharesSidecarClock } from "./clock.js";
 export {

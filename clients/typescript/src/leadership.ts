@@ -115,9 +115,15 @@ export class Leadership implements LeadershipFields {
 
   /** What a watch compares to decide whether a state is news: everything but the times that move on every renew. */
   sameAs(o: Leadership): boolean {
-    return this.isLeader === o.isLeader && this.observed === o.observed && this.steppingDown === o.steppingDown &&
-      this.identity === o.identity && this.holderIdentity === o.holderIdentity && this.leaseUid === o.leaseUid &&
-      this.fencingToken === o.fencingToken;
+    return (
+      this.isLeader === o.isLeader &&
+      this.observed === o.observed &&
+      this.steppingDown === o.steppingDown &&
+      this.identity === o.identity &&
+      this.holderIdentity === o.holderIdentity &&
+      this.leaseUid === o.leaseUid &&
+      this.fencingToken === o.fencingToken
+    );
   }
 }
 
@@ -251,7 +257,11 @@ function protoTime(t: ProtoTimestamp | null): Date | null {
 }
 
 /** Converts a baton.v1.Leadership as @grpc/proto-loader decodes it; `sinceMs` as in leadershipFromJson. */
-export function leadershipFromProto(m: LeadershipProto, sinceMs: number, sharesClock = sharesSidecarClock()): Leadership {
+export function leadershipFromProto(
+  m: LeadershipProto,
+  sinceMs: number,
+  sharesClock = sharesSidecarClock(),
+): Leadership {
   const validForMs = protoDurationMs(m.validFor);
   return new Leadership({
     isLeader: m.isLeader,

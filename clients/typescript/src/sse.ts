@@ -5,8 +5,7 @@
 
 /** What the parser finds in the stream. */
 export type SseItem =
-  | { kind: "event"; event: string; data: string; id: string | undefined }
-  | { kind: "comment"; text: string };
+  { kind: "event"; event: string; data: string; id: string | undefined } | { kind: "comment"; text: string };
 
 /** An event or a line beyond the parser's limit: the stream is not what the sidecar sends. */
 export class SseTooLargeError extends Error {}

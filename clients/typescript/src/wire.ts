@@ -26,10 +26,21 @@ const LENGTH = 2;
 const FIXED32 = 5;
 
 const SCALAR_WIRE: Record<string, number> = {
-  bool: VARINT, int32: VARINT, int64: VARINT, uint32: VARINT, uint64: VARINT, sint32: VARINT, sint64: VARINT,
-  fixed64: FIXED64, sfixed64: FIXED64, double: FIXED64,
-  fixed32: FIXED32, sfixed32: FIXED32, float: FIXED32,
-  string: LENGTH, bytes: LENGTH,
+  bool: VARINT,
+  int32: VARINT,
+  int64: VARINT,
+  uint32: VARINT,
+  uint64: VARINT,
+  sint32: VARINT,
+  sint64: VARINT,
+  fixed64: FIXED64,
+  sfixed64: FIXED64,
+  double: FIXED64,
+  fixed32: FIXED32,
+  sfixed32: FIXED32,
+  float: FIXED32,
+  string: LENGTH,
+  bytes: LENGTH,
 };
 
 /** A message type's fields by number: the wire type each must have, and its message type if it is one. */
@@ -68,7 +79,8 @@ function shape(fullName: string): Shape {
       continue;
     }
     const target = resolve(f.type, path);
-    if (find(target)?.values) s.set(f.id, { wire: VARINT, packable: f.rule === "repeated" }); // an enum
+    if (find(target)?.values)
+      s.set(f.id, { wire: VARINT, packable: f.rule === "repeated" }); // an enum
     else s.set(f.id, { wire: LENGTH, packable: false, message: target.join(".") });
   }
   return s;

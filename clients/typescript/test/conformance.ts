@@ -22,8 +22,12 @@ export function reportPassed(id: string): void {
  * Runs one subtest per case (named after it) and reports `id` once every
  * case has passed.
  */
-export async function eachCase<C extends { name: string }>(t: TestContext, id: string, cases: C[],
-  check: (c: C) => void | Promise<void>): Promise<void> {
+export async function eachCase<C extends { name: string }>(
+  t: TestContext,
+  id: string,
+  cases: C[],
+  check: (c: C) => void | Promise<void>,
+): Promise<void> {
   let passed = 0;
   for (const c of cases) {
     await t.test(c.name, async () => {

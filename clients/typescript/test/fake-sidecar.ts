@@ -8,8 +8,15 @@ import type { AddressInfo } from "node:net";
 import { boottimeMs } from "../src/clock.js";
 
 /** proto3 JSON of a Leadership; a leader's deadline `validForMs` from now on CLOCK_BOOTTIME. */
-export function leadershipJson(o: { isLeader: boolean; token?: number; identity?: string; validForMs?: number;
-  steppingDown?: boolean; leaseName?: string; leaseNamespace?: string }): Record<string, unknown> {
+export function leadershipJson(o: {
+  isLeader: boolean;
+  token?: number;
+  identity?: string;
+  validForMs?: number;
+  steppingDown?: boolean;
+  leaseName?: string;
+  leaseNamespace?: string;
+}): Record<string, unknown> {
   const valid = o.isLeader ? (o.validForMs ?? 1500) : 0;
   return {
     isLeader: o.isLeader,

@@ -35,13 +35,17 @@ test("SseParser accepts CRLF and CR line ends, even split between chunks", () =>
   for (const eol of ["\r\n", "\r"]) {
     const text = STREAM.replaceAll("\n", eol);
     for (let i = 0; i <= text.length; i++) {
-      assert.deepEqual(parseChunks([text.slice(0, i), text.slice(i)]), EXPECTED, `${JSON.stringify(eol)} split at ${i}`);
+      assert.deepEqual(
+        parseChunks([text.slice(0, i), text.slice(i)]),
+        EXPECTED,
+        `${JSON.stringify(eol)} split at ${i}`,
+      );
     }
   }
 });
 
 test("SseParser joins multi-line data, keeps event names and ids, ignores other fields", () => {
-  const items = parseChunks(["event: leadership\nid: 4\nretry: 100\nfoo: bar\ndata: {\ndata:\"a\":1}\n\n"]);
+  const items = parseChunks(['event: leadership\nid: 4\nretry: 100\nfoo: bar\ndata: {\ndata:"a":1}\n\n']);
   assert.deepEqual(items, [{ kind: "event", event: "leadership", data: '{\n"a":1}', id: "4" }]);
 });
 

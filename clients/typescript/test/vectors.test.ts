@@ -10,10 +10,24 @@ import { test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 
 import { errorFromStatus, packageDefinition } from "../src/client.js";
-import { BatonError, MalformedAnswerError, NotLeaderError, SidecarUnavailableError, StaleRevisionError,
-  StaleTokenError } from "../src/errors.js";
-import { Fence, formatRevision, formatToken, parseRevision, parseToken, REVISION_HEADER, RevisionFence,
-  TOKEN_HEADER } from "../src/fence.js";
+import {
+  BatonError,
+  MalformedAnswerError,
+  NotLeaderError,
+  SidecarUnavailableError,
+  StaleRevisionError,
+  StaleTokenError,
+} from "../src/errors.js";
+import {
+  Fence,
+  formatRevision,
+  formatToken,
+  parseRevision,
+  parseToken,
+  REVISION_HEADER,
+  RevisionFence,
+  TOKEN_HEADER,
+} from "../src/fence.js";
 import { HttpClient } from "../src/http.js";
 import { checkLeader, type Leadership, leadershipFromJson, leadershipFromProto } from "../src/leadership.js";
 import type { Leadership__Output } from "../src/gen/baton/v1/Leadership.js";
@@ -109,7 +123,11 @@ test("validity", async (t) => {
 test("require-leader", async (t) => {
   const { cases } = loadVectors<{
     cases: {
-      name: string; text: string; sinceMs: number; nowMs: number; minValidityMs: number;
+      name: string;
+      text: string;
+      sinceMs: number;
+      nowMs: number;
+      minValidityMs: number;
       expect: { token: number; revision: string } | { notLeader: true };
     }[];
   }>("require_leader.json");
@@ -126,14 +144,18 @@ test("require-leader", async (t) => {
 
 test("fence", async (t) => {
   const { cases } = loadVectors<{
-    cases: { name: string; kind: "token" | "revision"; steps: { admit: number | string; ok: boolean; highest: number | string }[] }[];
+    cases: {
+      name: string;
+      kind: "token" | "revision";
+      steps: { admit: number | string; ok: boolean; highest: number | string }[];
+    }[];
   }>("fence.json");
   await eachCase(t, "fence", cases, (c) => {
     const tokens = new Fence();
     const revisions = new RevisionFence();
     for (const s of c.steps) {
-      const admit = c.kind === "token" ? () => tokens.admit(s.admit as number)
-        : () => revisions.admit(BigInt(s.admit as string));
+      const admit =
+        c.kind === "token" ? () => tokens.admit(s.admit as number) : () => revisions.admit(BigInt(s.admit as string));
       if (s.ok) admit();
       else assert.throws(admit, c.kind === "token" ? StaleTokenError : StaleRevisionError, `admit ${s.admit}`);
       const highest = c.kind === "token" ? tokens.highest : revisions.highest?.toString();
@@ -144,8 +166,15 @@ test("fence", async (t) => {
 
 test("fence-headers", async (t) => {
   const v = loadVectors<{
-    tokenHeader: string; revisionHeader: string;
-    cases: { name: string; kind: "token" | "revision"; header?: string | null; format?: number | string; expect: unknown }[];
+    tokenHeader: string;
+    revisionHeader: string;
+    cases: {
+      name: string;
+      kind: "token" | "revision";
+      header?: string | null;
+      format?: number | string;
+      expect: unknown;
+    }[];
   }>("fence_headers.json");
   assert.equal(TOKEN_HEADER, v.tokenHeader);
   assert.equal(REVISION_HEADER, v.revisionHeader);
@@ -199,11 +228,16 @@ test("errors", async (t) => {
   const httpCases = v.http.map((row) => ({
     name: `http-${row.name}`,
     run: async () => {
-      const target = row.outcome === "refused" ? { addr: await closedPort(), server: undefined }
-        : await serve(row.outcome === "timeout" ? null : row.outcome);
+      const target =
+        row.outcome === "refused"
+          ? { addr: await closedPort(), server: undefined }
+          : await serve(row.outcome === "timeout" ? null : row.outcome);
       try {
         const client = new HttpClient({ addr: target.addr, callTimeoutMs: 300 });
-        const e = await client.leadership().then(() => assert.fail("no error"), (e: unknown) => e);
+        const e = await client.leadership().then(
+          () => assert.fail("no error"),
+          (e: unknown) => e,
+        );
         expectKind(e, row.error);
         if (typeof row.outcome === "number") assert.equal((e as BatonError).httpStatus, row.outcome);
       } finally {

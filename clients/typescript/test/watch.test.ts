@@ -18,15 +18,24 @@ beforeEach(async () => {
 afterEach(() => sidecar.stop());
 
 function client(options: ConstructorParameters<typeof HttpClient>[0] = {}): HttpClient {
-  return new HttpClient({ addr: sidecar.addr, heartbeatIntervalMs: 100, minBackoffMs: 20, maxBackoffMs: 50, ...options });
+  return new HttpClient({
+    addr: sidecar.addr,
+    heartbeatIntervalMs: 100,
+    minBackoffMs: 20,
+    maxBackoffMs: 50,
+    ...options,
+  });
 }
 
 /** Pulls the next state within `ms`. */
 async function next(it: AsyncIterator<Leadership>, ms = 3000): Promise<Leadership> {
   let timer: NodeJS.Timeout | undefined;
-  const r = await Promise.race([it.next(), new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no state within ${ms}ms`)), ms);
-  })]);
+  const r = await Promise.race([
+    it.next(),
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no state within ${ms}ms`)), ms);
+    }),
+  ]);
   clearTimeout(timer);
   assert.equal(r.done, false);
   return r.value as Leadership;
@@ -133,12 +142,15 @@ test("runWhileLeader cancels the work when the term ends, waits for it, then ack
   const ac = new AbortController();
   const events: string[] = [];
   sidecar.state = leadershipJson({ isLeader: true, token: 5, validForMs: 60_000 });
-  const running = c.runWhileLeader(async (l, signal) => {
-    events.push(`start ${l.fencingToken}`);
-    await new Promise((r) => signal.addEventListener("abort", r));
-    await new Promise((r) => setTimeout(r, 50)); // winding down
-    events.push(`end ${l.fencingToken}`);
-  }, { signal: ac.signal });
+  const running = c.runWhileLeader(
+    async (l, signal) => {
+      events.push(`start ${l.fencingToken}`);
+      await new Promise((r) => signal.addEventListener("abort", r));
+      await new Promise((r) => setTimeout(r, 50)); // winding down
+      events.push(`end ${l.fencingToken}`);
+    },
+    { signal: ac.signal },
+  );
   await until(() => events.length === 1);
   sidecar.publish(leadershipJson({ isLeader: false, token: 5, steppingDown: true }));
   await until(() => sidecar.acks.length === 1);
@@ -150,25 +162,37 @@ test("runWhileLeader cancels the work when the term ends, waits for it, then ack
   ac.abort();
   await assert.rejects(running, { name: "AbortError" });
   assert.deepEqual(events, ["start 5", "end 5", "start 6", "end 6"]);
-  assert.deepEqual(sidecar.acks.map((a) => a.token), [5, 6]);
+  assert.deepEqual(
+    sidecar.acks.map((a) => a.token),
+    [5, 6],
+  );
   assert.equal(sidecar.openStreams, 0);
 });
 
 test("runWhileLeader rejects with the error of work that fails during its term, after acknowledging", async () => {
   sidecar.state = leadershipJson({ isLeader: true, token: 2, validForMs: 60_000 });
   const failure = new Error("disk full");
-  await assert.rejects(client().runWhileLeader(() => Promise.reject(failure)), failure);
-  assert.deepEqual(sidecar.acks.map((a) => a.token), [2]);
+  await assert.rejects(
+    client().runWhileLeader(() => Promise.reject(failure)),
+    failure,
+  );
+  assert.deepEqual(
+    sidecar.acks.map((a) => a.token),
+    [2],
+  );
 });
 
 test("runWhileLeader ends the work when the guarantee runs out without news", async () => {
   sidecar.state = leadershipJson({ isLeader: true, token: 8, validForMs: 300 });
   const ac = new AbortController();
   let ended = 0;
-  const running = client({ heartbeatIntervalMs: 5000 }).runWhileLeader(async (_l, signal) => {
-    await new Promise((r) => signal.addEventListener("abort", r));
-    ended = Date.now();
-  }, { signal: ac.signal });
+  const running = client({ heartbeatIntervalMs: 5000 }).runWhileLeader(
+    async (_l, signal) => {
+      await new Promise((r) => signal.addEventListener("abort", r));
+      ended = Date.now();
+    },
+    { signal: ac.signal },
+  );
   const started = Date.now();
   await until(() => ended > 0);
   assert.ok(ended - started < 1000, `work ended ${ended - started}ms after the start`);
