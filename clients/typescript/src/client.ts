@@ -7,7 +7,14 @@ import * as protoLoader from "@grpc/proto-loader";
 
 import { clientIdOrRandom, DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolveAddr } from "./address.js";
 import { boottimeMs } from "./clock.js";
-import { type CallOptions, Elector, type ElectorOptions, type RawStream } from "./elector.js";
+import {
+  type CallOptions,
+  DEFAULT_MAX_BACKOFF_MS,
+  DEFAULT_MIN_BACKOFF_MS,
+  Elector,
+  type ElectorOptions,
+  type RawStream,
+} from "./elector.js";
 import { BatonError, SidecarUnavailableError } from "./errors.js";
 import { descriptor } from "./gen/descriptor.js";
 import type { AcknowledgeStepDownResponse__Output } from "./gen/baton/v1/AcknowledgeStepDownResponse.js";
@@ -100,8 +107,8 @@ export class Client extends Elector {
     this.heartbeatMs = options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS;
     this.stub = new proto.baton.v1.LeaderElection(this.addr, grpc.credentials.createInsecure(), {
       // Loopback only: reconnect quickly after a sidecar restart.
-      "grpc.initial_reconnect_backoff_ms": options.minBackoffMs ?? 100,
-      "grpc.max_reconnect_backoff_ms": options.maxBackoffMs ?? 2000,
+      "grpc.initial_reconnect_backoff_ms": options.minBackoffMs ?? DEFAULT_MIN_BACKOFF_MS,
+      "grpc.max_reconnect_backoff_ms": options.maxBackoffMs ?? DEFAULT_MAX_BACKOFF_MS,
       ...options.channelOptions,
     });
   }

@@ -5,7 +5,7 @@
 import { clientIdOrRandom, DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolveAddr } from "./address.js";
 import { boottimeMs } from "./clock.js";
 import { type CallOptions, Elector, type ElectorOptions, type RawStream } from "./elector.js";
-import { BatonError, SidecarUnavailableError } from "./errors.js";
+import { BatonError, MalformedAnswerError, SidecarUnavailableError } from "./errors.js";
 import { type Leadership, leadershipFromJson } from "./leadership.js";
 import { SseParser } from "./sse.js";
 
@@ -19,6 +19,17 @@ export function errorFromHttpStatus(addr: string, status: number, what: string, 
     return new SidecarUnavailableError(addr, ENV_HTTP_ADDR, { cause: new Error(message), httpStatus: status });
   }
   return new BatonError(`baton: ${addr}: ${message}`, { httpStatus: status });
+}
+
+/** The boolean `field` of a JSON answer (false when absent); MalformedAnswerError if it is not JSON. */
+function jsonField(body: string, field: string): boolean {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(body);
+  } catch (e) {
+    throw new MalformedAnswerError(`baton: malformed answer: not JSON: ${(e as Error).message}`);
+  }
+  return typeof obj === "object" && obj !== null && (obj as Record<string, unknown>)[field] === true;
 }
 
 /** Options of HttpClient. */
@@ -120,7 +131,7 @@ export class HttpClient extends Elector {
   /** POST /resign: steps down now and releases the Lease; resolves to whether this pod was leader. */
   async resign(options: CallOptions = {}): Promise<boolean> {
     const body = await this.request("POST", "/resign", {}, options.signal);
-    return (JSON.parse(body) as { wasLeader?: boolean }).wasLeader === true;
+    return jsonField(body, "wasLeader");
   }
 
   async acknowledgeStepDown(token: number, options: CallOptions = {}): Promise<boolean> {
@@ -130,7 +141,7 @@ export class HttpClient extends Elector {
       { client_id: this.clientId, fencing_token: String(token) },
       options.signal,
     );
-    return (JSON.parse(body) as { acknowledged?: boolean }).acknowledged === true;
+    return jsonField(body, "acknowledged");
   }
 
   protected stallTimeoutMs(): number {
