@@ -1,6 +1,8 @@
 // HttpClient: the sidecar's HTTP API with nothing but Node's own fetch, for
 // applications that do not want gRPC. Its watch follows the sidecar's
-// Server-Sent Events stream, GET /leader/watch.
+// Server-Sent Events stream, GET /leader/watch: an `event: leadership` whose
+// one `data:` line is GET /leader's JSON, at once and at every change, and
+// `: heartbeat` comments while nothing changes.
 
 import { clientIdOrRandom, DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolveAddr } from "./address.js";
 import { boottimeMs } from "./clock.js";
@@ -37,9 +39,10 @@ export interface HttpClientOptions extends ElectorOptions {
   /** The sidecar's HTTP address, "host:port" or ":port". Default $BATON_HTTP_ADDR, else 127.0.0.1:4040. */
   addr?: string;
   /**
-   * The sidecar's event-stream heartbeat interval (ms; default 1000). A
-   * GET /leader/watch stream silent for twice that plus a second is taken as
-   * stuck and reopened.
+   * How often the event stream should carry a heartbeat when nothing
+   * changes (ms; default 1000), asked of the sidecar with `?heartbeat=`
+   * (it sends none more often than every 100 ms). A GET /leader/watch stream
+   * silent for twice that plus a second is taken as stuck and reopened.
    */
   heartbeatIntervalMs?: number;
 }
@@ -154,7 +157,7 @@ export class HttpClient extends Elector {
       const { response, done } = await self.send(
         "GET",
         "/leader/watch",
-        { client_id: self.clientId },
+        { client_id: self.clientId, heartbeat: `${Math.round(self.heartbeatMs)}ms` },
         signal,
         self.callTimeoutMs,
       );
@@ -179,7 +182,9 @@ export class HttpClient extends Elector {
           }
           const arrived = boottimeMs();
           for (const item of parser.push(decoder.decode(chunk.value, { stream: true }))) {
-            yield item.kind === "event" ? leadershipFromJson(item.data, arrived) : null;
+            // Events named "leadership" (or unnamed) carry the state; the rest, and comments, are signs of life.
+            const state = item.kind === "event" && (item.event === "leadership" || item.event === "message");
+            yield state ? leadershipFromJson(item.data, arrived) : null;
           }
         }
       } finally {

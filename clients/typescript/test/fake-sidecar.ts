@@ -34,10 +34,16 @@ export function leadershipJson(o: {
   };
 }
 
+/** One event of GET /leader/watch, as the sidecar writes it. */
+function event(state: Record<string, unknown>): string {
+  return `event: leadership\ndata: ${JSON.stringify(state)}\n\n`;
+}
+
 export class FakeSidecar {
   state: Record<string, unknown> = leadershipJson({ isLeader: false });
   readonly acks: { clientId: string; token: number }[] = [];
   readonly watchClientIds: string[] = [];
+  readonly watchHeartbeats: string[] = [];
   private readonly streams = new Set<ServerResponse>();
   private server: Server | undefined;
   addr = "";
@@ -63,7 +69,12 @@ export class FakeSidecar {
   /** Sets the state and sends it to every stream. */
   publish(state: Record<string, unknown>): void {
     this.state = state;
-    for (const s of this.streams) s.write(`data: ${JSON.stringify(state)}\n\n`);
+    for (const s of this.streams) s.write(event(state));
+  }
+
+  /** Writes `text` to every stream as it is. */
+  raw(text: string): void {
+    for (const s of this.streams) s.write(text);
   }
 
   heartbeat(): void {
@@ -83,8 +94,9 @@ export class FakeSidecar {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(this.state));
     } else if (req.method === "GET" && url.pathname === "/leader/watch") {
       this.watchClientIds.push(clientId);
+      this.watchHeartbeats.push(url.searchParams.get("heartbeat") ?? "");
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
-      res.write(`data: ${JSON.stringify(this.state)}\n\n`);
+      res.write(event(this.state));
       this.streams.add(res);
       res.on("close", () => this.streams.delete(res));
     } else if (req.method === "POST" && url.pathname === "/leader/ack") {

@@ -8,11 +8,12 @@ import { type SseItem, SseParser, SseTooLargeError } from "../src/sse.js";
 
 const LEADER = '{"isLeader":true,"fencingToken":7,"validUntilBoottime":"12345.678s"}';
 const FOLLOWER = '{"isLeader":false,"fencingToken":7}';
-const STREAM = `data: ${LEADER}\n\n: heartbeat\n\ndata: ${FOLLOWER}\n\n`;
+// What the sidecar writes (sidecar/api/sse_leadership.h).
+const STREAM = `event: leadership\ndata: ${LEADER}\n\n: heartbeat\n\nevent: leadership\ndata: ${FOLLOWER}\n\n`;
 const EXPECTED: SseItem[] = [
-  { kind: "event", event: "message", data: LEADER, id: undefined },
+  { kind: "event", event: "leadership", data: LEADER, id: undefined },
   { kind: "comment", text: "heartbeat" },
-  { kind: "event", event: "message", data: FOLLOWER, id: undefined },
+  { kind: "event", event: "leadership", data: FOLLOWER, id: undefined },
 ];
 
 function parseChunks(chunks: string[]): SseItem[] {
@@ -42,6 +43,12 @@ test("SseParser accepts CRLF and CR line ends, even split between chunks", () =>
       );
     }
   }
+});
+
+test("SseParser names an event without an event field 'message'", () => {
+  assert.deepEqual(parseChunks([`data: ${LEADER}\n\n`]), [
+    { kind: "event", event: "message", data: LEADER, id: undefined },
+  ]);
 });
 
 test("SseParser joins multi-line data, keeps event names and ids, ignores other fields", () => {

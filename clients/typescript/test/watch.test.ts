@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, test } from "node:test";
 
-import { SidecarUnavailableError, WrongLeaseError } from "../src/errors.js";
+import { MalformedAnswerError, SidecarUnavailableError, WrongLeaseError } from "../src/errors.js";
 import { HttpClient } from "../src/http.js";
 import type { Leadership } from "../src/leadership.js";
 import { FakeSidecar, leadershipJson } from "./fake-sidecar.js";
@@ -54,6 +54,7 @@ test("watch yields the current state, then changes only, not heartbeats or repea
   assert.equal((await next(w)).isLeader, false);
   await until(() => sidecar.openStreams === 1);
   assert.deepEqual(sidecar.watchClientIds.length, 1);
+  assert.deepEqual(sidecar.watchHeartbeats, ["100ms"], "the stream asks for the client's heartbeat");
   sidecar.heartbeat();
   sidecar.publish(leadershipJson({ isLeader: false })); // the same state again
   sidecar.publish(leadershipJson({ isLeader: true, token: 4, validForMs: 60_000 }));
@@ -63,6 +64,20 @@ test("watch yields the current state, then changes only, not heartbeats or repea
   assert.ok(l.remainingMs() > 59_000);
   await w.return();
   await until(() => sidecar.openStreams === 0);
+});
+
+test("watch ignores events of other names, and refuses a malformed state", async () => {
+  const w = client().watch();
+  await next(w);
+  await until(() => sidecar.openStreams === 1);
+  sidecar.raw("event: ping\ndata: not a leadership\n\n");
+  sidecar.publish(leadershipJson({ isLeader: true, token: 4, validForMs: 60_000 }));
+  assert.equal((await next(w)).fencingToken, 4);
+  sidecar.raw('event: leadership\ndata: {"isLeader":"yes"}\n\n');
+  const refused = await next(w);
+  assert.ok(refused.error instanceof MalformedAnswerError, `${refused.error}`);
+  assert.equal(refused.isLeader, false);
+  await w.return();
 });
 
 test("watch turns a leader into a follower when its guarantee runs out without news", async () => {
