@@ -98,6 +98,12 @@ function signal(s: Sidecar, sig: NodeJS.Signals): void {
   process.kill(s.pid, sig);
 }
 
+/** The state letter of /proc/PID/stat ("T" once a SIGSTOP has taken effect). */
+function processState(pid: number): string {
+  const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+  return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3);
+}
+
 /** A loopback port nobody listens on. */
 async function closedPort(): Promise<string> {
   const server = createServer();
@@ -325,6 +331,7 @@ test("require-leader-after-pause", { skip }, async () => {
     assert.ok(L.isLeader);
     signal(s, "SIGSTOP");
     paused = true;
+    await until("the sidecar stopped", 2000, () => (processState(s.pid!) === "T" ? true : undefined));
     const pauseMs = (f.leaseDuration + 1.5) * 1000;
     const resumeAt = Date.now() + pauseMs;
     let asked = 0;
