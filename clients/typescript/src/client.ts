@@ -165,6 +165,10 @@ export class Client extends Elector {
     return r.acknowledged;
   }
 
+  protected heartbeatsCarryState(): boolean {
+    return true;
+  }
+
   protected stallTimeoutMs(): number {
     return 2 * this.heartbeatMs + 1000;
   }

@@ -132,6 +132,13 @@ export abstract class Elector {
   protected abstract openStream(signal: AbortSignal): RawStream;
   /** How long a stream may stay silent before it is taken as stuck and reopened (ms). */
   protected abstract stallTimeoutMs(): number;
+  /**
+   * Whether the stream's heartbeats are states with a fresh validity (gRPC's
+   * EVENT_HEARTBEAT). If not (the event stream's comments), the watch renews
+   * a leader's validity with a fresh answer (fetchLeadership) once half of
+   * it is gone, so a leader stays one while the sidecar confirms it.
+   */
+  protected abstract heartbeatsCarryState(): boolean;
 
   /**
    * Tells the sidecar that this application has stopped acting on the
@@ -201,7 +208,10 @@ export abstract class Elector {
    * Between changes it watches the clock: when a leader's guarantee
    * (validUntilBoottimeMs) runs out before the sidecar confirms it again, it
    * yields the same state with isLeader false, so a paused or wedged
-   * sidecar cannot leave the application believing it leads.
+   * sidecar cannot leave the application believing it leads. (The gRPC
+   * stream's heartbeats confirm it; over the HTTP event stream, whose
+   * heartbeats are comments, the watch asks GET /leader once half of a
+   * leader's validity is gone.)
    *
    * When the stream breaks, goes silent for its stall timeout, cannot be
    * opened, or serves the wrong Lease, it yields Leadership.NONE with
@@ -241,12 +251,23 @@ export abstract class Elector {
     const stallMs = this.stallTimeoutMs();
     let last: Leadership | undefined;
     let stallAt = boottimeMs() + stallMs;
+    let refreshAt = Infinity; // when a leader's validity is half gone (streams whose heartbeats carry no state)
     let pending: Promise<IteratorResult<Leadership | null>> | undefined;
+    // Records a state from the stream (or a refresh); returns it if it is news.
+    const received = (l: Leadership): Leadership | undefined => {
+      this.checkLease(l);
+      if (last === undefined) connected();
+      const news = last === undefined || !l.sameAs(last);
+      last = l;
+      const now = boottimeMs();
+      refreshAt = this.heartbeatsCarryState() || !l.isLeader ? Infinity : now + l.remainingMs(now) / 2;
+      return news ? l : undefined;
+    };
     try {
       for (;;) {
         pending ??= it.next();
         const now = boottimeMs();
-        let waitMs = stallAt - now;
+        let waitMs = Math.min(stallAt, refreshAt) - now;
         if (last?.isLeader) waitMs = Math.min(waitMs, last.remainingMs(now), CLOCK_RECHECK_MS);
         let timer: NodeJS.Timeout | undefined;
         const woke = await Promise.race([
@@ -258,22 +279,25 @@ export abstract class Elector {
           const t = boottimeMs();
           if (last?.isLeader && last.remainingMs(t) <= 0) {
             last = last.expired();
+            refreshAt = Infinity;
             yield last;
           } else if (t >= stallAt) {
             throw new StreamStalledError(`baton: no message from the sidecar at ${this.addr} for ${stallMs}ms`);
+          } else if (t >= refreshAt) {
+            // A fresh answer renews the leader's validity; if there is none, the guarantee lapses as usual.
+            refreshAt = Infinity;
+            const fresh = await this.fetchLeadership(stream.signal).catch(() => undefined);
+            const news = fresh ? received(fresh) : undefined;
+            if (news) yield news;
           }
           continue;
         }
         pending = undefined;
         if (woke.done) return;
         stallAt = boottimeMs() + stallMs;
-        const l = woke.value;
-        if (l === null) continue;
-        this.checkLease(l);
-        if (last === undefined) connected();
-        const news = last === undefined || !l.sameAs(last);
-        last = l;
-        if (news) yield l;
+        if (woke.value === null) continue;
+        const news = received(woke.value);
+        if (news) yield news;
       }
     } finally {
       signal?.removeEventListener("abort", stop);

@@ -147,6 +147,10 @@ export class HttpClient extends Elector {
     return jsonField(body, "acknowledged");
   }
 
+  protected heartbeatsCarryState(): boolean {
+    return false; // `: heartbeat` comments
+  }
+
   protected stallTimeoutMs(): number {
     return 2 * this.heartbeatMs + 1000;
   }

@@ -44,6 +44,9 @@ export class FakeSidecar {
   readonly acks: { clientId: string; token: number }[] = [];
   readonly watchClientIds: string[] = [];
   readonly watchHeartbeats: string[] = [];
+  /** If set, GET /leader answers leader with this fresh validity (ms), as a sidecar that keeps renewing does. */
+  confirmLeaderMs: number | undefined;
+  leaderGets = 0;
   private readonly streams = new Set<ServerResponse>();
   private server: Server | undefined;
   addr = "";
@@ -91,6 +94,14 @@ export class FakeSidecar {
     const url = new URL(req.url ?? "/", "http://x");
     const clientId = url.searchParams.get("client_id") ?? "";
     if (req.method === "GET" && url.pathname === "/leader") {
+      this.leaderGets++;
+      if (this.confirmLeaderMs !== undefined) {
+        this.state = leadershipJson({
+          isLeader: true,
+          token: this.state.fencingToken as number,
+          validForMs: this.confirmLeaderMs,
+        });
+      }
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(this.state));
     } else if (req.method === "GET" && url.pathname === "/leader/watch") {
       this.watchClientIds.push(clientId);

@@ -317,6 +317,17 @@ test("the HTTP event stream (GET /leader/watch) through a handover", { skip }, a
     return;
   }
   assert.equal(first.error, undefined, `${first.error}`);
+  // A leader stays one for longer than any one promise lasts: the watch renews it with GET /leader.
+  const { f: g, leader } = await settled();
+  const states: Leadership[] = [];
+  const abort = new AbortController();
+  setTimeout(() => abort.abort(), (2 * g.renewDeadline + 1) * 1000);
+  await (async () => {
+    for await (const l of new HttpClient({ addr: g.sidecars[leader]!.http }).watch({ signal: abort.signal })) {
+      states.push(l);
+    }
+  })().catch((e: unknown) => assert.ok(abort.signal.aborted, `${e}`));
+  assert.ok(states.length > 0 && states.every((l) => l.isLeader), `states: ${states.map((l) => l.isLeader)}`);
   await handover("http");
 });
 

@@ -92,6 +92,27 @@ test("watch turns a leader into a follower when its guarantee runs out without n
   await w.return();
 });
 
+test("watch keeps a leader one while GET /leader confirms it, the event stream's heartbeats carrying no state", async () => {
+  sidecar.state = leadershipJson({ isLeader: true, token: 5, validForMs: 400 });
+  sidecar.confirmLeaderMs = 400;
+  const w = client({ heartbeatIntervalMs: 100 }).watch();
+  assert.ok((await next(w)).isLeader);
+  const heartbeats = setInterval(() => sidecar.heartbeat(), 100);
+  try {
+    const pulled = w.next();
+    const first = await Promise.race([pulled, new Promise((r) => setTimeout(r, 1500, "quiet"))]);
+    assert.equal(first, "quiet", "no follower state while the sidecar confirms the leader");
+    assert.ok(sidecar.leaderGets >= 3, `${sidecar.leaderGets} refreshes in 1.5 s of 400 ms promises`);
+    sidecar.confirmLeaderMs = undefined; // the sidecar stops renewing: the last promise lapses
+    const lapsed = (await pulled).value as Leadership;
+    assert.equal(lapsed.isLeader, false);
+    assert.equal(lapsed.fencingToken, 5);
+  } finally {
+    clearInterval(heartbeats);
+    await w.return();
+  }
+});
+
 test("watch reopens a stream that goes silent for twice the heartbeat plus a second", async () => {
   const w = client({ heartbeatIntervalMs: 100 }).watch();
   await next(w);
