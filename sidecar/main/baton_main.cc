@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sidecar/common/build_info.h"
 #include "sidecar/common/log.h"
+#include "sidecar/common/startup_pages.h"
 #include "sidecar/common/version.h"
 #include "sidecar/kube/kubeconfig.h"
 #include "sidecar/kube/rest_config.h"
@@ -236,6 +238,26 @@ absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<char*
   return options;
 }
 
+// Waits for one of `signals` (blocked in every thread). Once the sidecar has
+// run for kStartupOver, its first reads, acquisition or renewals are done,
+// and the code only start-up ran is paged out (see startup_pages.h).
+int AwaitShutdownSignal(const sigset_t& signals) {
+  constexpr timespec kStartupOver = {.tv_sec = 10, .tv_nsec = 0};
+  int sig = -1;
+  do {
+    sig = sigtimedwait(&signals, nullptr, &kStartupOver);
+  } while (sig < 0 && errno == EINTR);
+  if (sig > 0) return sig;
+  if (absl::StatusOr<size_t> released = ReleaseStartupPages(); released.ok()) {
+    spdlog::debug("event=startup_pages_released bytes={}", *released);
+  } else {
+    spdlog::warn("event=startup_pages_kept error={} next=\"running with them resident\"",
+                 LogValue(released.status().ToString()));
+  }
+  sigwait(&signals, &sig);
+  return sig;
+}
+
 int Main(int argc, char** argv) {
   absl::FlagsUsageConfig usage;
   usage.version_string = [] {
@@ -332,8 +354,7 @@ int Main(int argc, char** argv) {
     spdlog::error("event=start_failed error={} next=exit", LogValue(daemon.status().ToString()));
     return 1;
   }
-  int sig = 0;
-  sigwait(&shutdown_signals, &sig);
+  const int sig = AwaitShutdownSignal(shutdown_signals);
   spdlog::info(
       "event=shutdown signal={} release={} next=\"step down, release once every promise is "
       "acknowledged or has lapsed, close servers\"",
