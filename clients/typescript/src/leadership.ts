@@ -113,6 +113,33 @@ export class Leadership implements LeadershipFields {
     return new Leadership({ ...this, isLeader: false });
   }
 
+  /**
+   * The server-side-apply field manager for Kubernetes writes made under
+   * this answer's leadership: the sidecar's holder identity, or "" for a
+   * state without one. Every sidecar process has an identity of its own, so
+   * every term has a manager of its own. Leader work that writes Kubernetes
+   * objects takes its fields over once at the start of the term
+   * (`force: true`) and applies every later write without force; then if two
+   * pods believe they lead at once, the one whose fields were taken over gets
+   * 409 Conflict naming the other's manager instead of silently overwriting
+   * its writes.
+   *
+   * The API server takes at most 128 printable characters: an identity that
+   * is longer, or has anything but printable ASCII, becomes its first 111
+   * bytes (of UTF-8; others replaced by `_`), `-` and the 16 hex digits of its
+   * 64-bit FNV-1a hash, the same in every baton client.
+   */
+  get fieldManager(): string {
+    const max = 128;
+    const id = Buffer.from(this.identity, "utf8");
+    const printable = (b: number) => b >= 0x20 && b <= 0x7e;
+    if (id.length <= max && id.every(printable)) return this.identity;
+    let hash = 0xcbf29ce484222325n;
+    for (const b of id) hash = ((hash ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn;
+    const prefix = Array.from(id.subarray(0, max - 17), (b) => (printable(b) ? String.fromCharCode(b) : "_")).join("");
+    return `${prefix}-${hash.toString(16).padStart(16, "0")}`;
+  }
+
   /** What a watch compares to decide whether a state is news: everything but the times that move on every renew. */
   sameAs(o: Leadership): boolean {
     return (
