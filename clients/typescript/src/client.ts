@@ -113,8 +113,9 @@ export class Client extends Elector {
     });
   }
 
-  /** Closes the channel; calls in flight fail. */
-  close(): void {
+  /** Ends every watch (see Elector.close) and closes the channel; calls in flight fail. */
+  override close(): void {
+    super.close();
     this.stub.close();
   }
 

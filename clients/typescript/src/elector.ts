@@ -118,6 +118,8 @@ export abstract class Elector {
   private readonly minBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly expectLease: Partial<LeaseRef> | undefined;
+  /** Aborted by close(): watches end, and with them waitUntilLeader and runWhileLeader. */
+  private readonly closing = new AbortController();
 
   protected constructor(o: ElectorOptions) {
     this.callTimeoutMs = o.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
@@ -151,6 +153,15 @@ export abstract class Elector {
    * slower one (up to the sidecar's --renew-deadline).
    */
   abstract acknowledgeStepDown(token: number, options?: CallOptions): Promise<boolean>;
+
+  /**
+   * Ends every watch of this client (and so waitUntilLeader and
+   * runWhileLeader, once running work has settled and been acknowledged);
+   * later watches end at once. Subclasses release their transport too.
+   */
+  close(): void {
+    this.closing.abort();
+  }
 
   /** Throws WrongLeaseError if `l` comes from a sidecar of another Lease than expected. */
   protected checkLease(l: Leadership): Leadership {
@@ -195,8 +206,9 @@ export abstract class Elector {
   }
 
   /**
-   * Follows this pod's leadership until the loop breaks or `signal` aborts
-   * (the iteration then rejects with its reason):
+   * Follows this pod's leadership until the loop breaks, `signal` aborts
+   * (the iteration then rejects with its reason) or the client is closed
+   * (the iteration ends):
    *
    *     for await (const l of client.watch({ signal })) {
    *       if (l.error) continue; // no sidecar: act as a follower; watch retries
@@ -221,20 +233,23 @@ export abstract class Elector {
    */
   async *watch(options: CallOptions = {}): AsyncGenerator<Leadership, void, undefined> {
     const { signal } = options;
+    const closed = this.closing.signal;
+    const ends = signal ? AbortSignal.any([signal, closed]) : closed;
     const backoff = new Backoff(this.minBackoffMs, this.maxBackoffMs);
     for (;;) {
       signal?.throwIfAborted();
+      if (closed.aborted) return;
       let error: Error;
       try {
-        for await (const l of this.followStream(signal, () => backoff.reset())) yield l;
-        signal?.throwIfAborted();
+        for await (const l of this.followStream(ends, () => backoff.reset())) yield l;
         error = new BatonError("baton: the watch stream ended");
       } catch (e) {
-        signal?.throwIfAborted();
         error = e instanceof Error ? e : new BatonError(String(e));
       }
+      signal?.throwIfAborted();
+      if (closed.aborted) return;
       yield new Leadership({ error });
-      await sleep(backoff.next(), signal);
+      await sleep(backoff.next(), ends).catch(() => undefined); // the loop's start tells why it woke early
     }
   }
 
@@ -309,13 +324,13 @@ export abstract class Elector {
   /**
    * Resolves with the first state in which this pod leads. Keeps waiting
    * through sidecar restarts; rejects only when `signal` aborts (with its
-   * reason).
+   * reason) or the client is closed (a BatonError).
    */
   async waitUntilLeader(options: CallOptions = {}): Promise<Leadership> {
     for await (const l of this.watch(options)) {
       if (!l.error && l.leadsNow()) return l;
     }
-    throw new BatonError("baton: the watch ended"); // watch never ends by itself
+    throw new BatonError("baton: the client was closed"); // the only way a watch ends by itself
   }
 
   /**
@@ -389,7 +404,7 @@ export abstract class Elector {
           continue;
         }
         next = undefined;
-        if (woke.state.done) throw new BatonError("baton: the watch ended");
+        if (woke.state.done) throw new BatonError("baton: the client was closed");
         const s = woke.state.value;
         const leading = !s.error && s.leadsNow();
         if (running && (!leading || !sameTerm(s, running.term))) {

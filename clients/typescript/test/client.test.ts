@@ -88,3 +88,19 @@ test("a client id that the sidecar would refuse is refused at construction", () 
   assert.throws(() => new Client({ clientId: "x".repeat(65) }), TypeError);
   assert.throws(() => new Client({ addr: "nonsense" }), TypeError);
 });
+
+test("close() ends the client's watches, and waitUntilLeader with them", async () => {
+  const c = new Client({ addr: "127.0.0.1:1", minBackoffMs: 20, maxBackoffMs: 50 });
+  const states: unknown[] = [];
+  const watching = (async () => {
+    for await (const l of c.watch()) states.push(l.error);
+  })();
+  const waiting = c.waitUntilLeader();
+  await new Promise((r) => setTimeout(r, 200));
+  c.close();
+  await watching; // ends, without an error
+  await assert.rejects(waiting, /closed/);
+  assert.ok(states.length > 0 && states.every((e) => e instanceof SidecarUnavailableError));
+  const after = await c.watch().next();
+  assert.equal(after.done, true, "a watch of a closed client ends at once");
+});
