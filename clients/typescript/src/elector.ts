@@ -1,5 +1,5 @@
 // What the gRPC Client and the HttpClient share: the operations built on a
-// transport's three primitives (one answer, one stream, the step-down
+// transport's primitives (one answer, one stream, the step-down
 // acknowledgement) — the require-leader decision, the Lease check, the watch
 // (news, validity running out without news, a silent stream, reconnecting
 // with backoff), waitUntilLeader and runWhileLeader.
