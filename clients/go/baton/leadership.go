@@ -1,7 +1,10 @@
 package baton
 
 import (
+	"fmt"
 	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/baton-sidecar/baton/clients/go/batonv1"
 )
@@ -58,11 +61,33 @@ type Leadership struct {
 
 // Remaining is how much guaranteed leadership is left now, on
 // CLOCK_BOOTTIME: zero when not leader or when the guarantee has run out.
-func (l Leadership) Remaining() time.Duration {
+func (l Leadership) Remaining() time.Duration { return l.remainingAt(boottime()) }
+
+// remainingAt is Remaining at the CLOCK_BOOTTIME reading now.
+func (l Leadership) remainingAt(now time.Duration) time.Duration {
 	if !l.IsLeader || l.ValidUntilBoottime == 0 {
 		return 0
 	}
-	return max(l.ValidUntilBoottime-boottime(), 0)
+	return max(l.ValidUntilBoottime-now, 0)
+}
+
+// ParseLeadership converts a GET /leader body (the proto3 JSON of
+// baton.v1.Leadership), for applications that read the sidecar's HTTP API
+// themselves. Its validity counts from now if the sidecar sent no deadline
+// of its own. It fails on anything but a JSON object with fields of the
+// right types; unknown fields are ignored.
+func ParseLeadership(body []byte) (Leadership, error) {
+	return parseLeadership(body, boottime())
+}
+
+// parseLeadership is ParseLeadership with validity counting from since (a
+// boottime reading) when the sidecar sent no deadline.
+func parseLeadership(body []byte, since time.Duration) (Leadership, error) {
+	var m batonv1.Leadership
+	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, &m); err != nil {
+		return Leadership{}, fmt.Errorf("baton: not a Leadership: %w", err)
+	}
+	return fromProto(&m, since), nil
 }
 
 // key is what Watch compares to decide whether a state is news: everything

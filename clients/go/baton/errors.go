@@ -13,6 +13,9 @@ var (
 	// ErrSidecarUnavailable matches (errors.Is) an *UnavailableError: no
 	// sidecar answered.
 	ErrSidecarUnavailable = errors.New("baton: sidecar unavailable")
+	// ErrWrongLease matches (errors.Is) a *WrongLeaseError: the sidecar
+	// serves another Lease than the one this Client expects.
+	ErrWrongLease = errors.New("baton: wrong Lease")
 )
 
 // NotLeaderError is RequireLeader's answer when this pod must not write.
@@ -64,3 +67,33 @@ func (e *UnavailableError) Is(target error) bool { return target == ErrSidecarUn
 
 // Unwrap returns the transport's error.
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// LeaseRef names a Lease.
+type LeaseRef struct {
+	Name, Namespace string
+}
+
+func (r LeaseRef) String() string { return r.Namespace + "/" + r.Name }
+
+// matches reports whether a sidecar serving served serves r; an empty
+// Namespace in r matches any.
+func (r LeaseRef) matches(served LeaseRef) bool {
+	return r.Name == served.Name && (r.Namespace == "" || r.Namespace == served.Namespace)
+}
+
+// WrongLeaseError says that the sidecar at Addr serves the Lease Served, not
+// the Lease Expected this Client was told to expect (WithLease): its answers
+// are about another workload's leadership and were refused. Act as a
+// follower and fix the address or the expected Lease.
+type WrongLeaseError struct {
+	Addr             string
+	Expected, Served LeaseRef
+}
+
+func (e *WrongLeaseError) Error() string {
+	return fmt.Sprintf("baton: the sidecar at %s serves Lease %s, not the expected %s (is $%s right?)",
+		e.Addr, e.Served, e.Expected, EnvGRPCAddr)
+}
+
+// Is makes errors.Is(err, ErrWrongLease) true.
+func (e *WrongLeaseError) Is(target error) bool { return target == ErrWrongLease }

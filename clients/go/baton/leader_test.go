@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 	"github.com/baton-sidecar/baton/clients/go/batonv1"
 )
 

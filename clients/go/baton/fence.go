@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -24,14 +25,16 @@ func SetRevision(h http.Header, revision int64) {
 }
 
 // TokenFromHeader reads the fencing token SetToken wrote. It fails when the
-// header is missing or not a non-negative 32-bit integer.
+// header is missing or not a non-negative 32-bit integer in decimal digits
+// (no sign, no spaces).
 func TokenFromHeader(h http.Header) (int32, error) {
 	t, err := fromHeader(h, TokenHeader, 32)
 	return int32(t), err
 }
 
 // RevisionFromHeader reads the fencing revision SetRevision wrote. It fails
-// when the header is missing or not a non-negative 64-bit integer.
+// when the header is missing or not a non-negative 64-bit integer in
+// decimal digits.
 func RevisionFromHeader(h http.Header) (int64, error) { return fromHeader(h, RevisionHeader, 64) }
 
 func fromHeader(h http.Header, name string, bits int) (int64, error) {
@@ -40,7 +43,7 @@ func fromHeader(h http.Header, name string, bits int) (int64, error) {
 		return 0, fmt.Errorf("baton: missing %s header", name)
 	}
 	t, err := strconv.ParseInt(v, 10, bits)
-	if err != nil || t < 0 {
+	if err != nil || strings.TrimLeft(v, "0123456789") != "" { // digits only: no sign
 		return 0, fmt.Errorf("baton: %s %q is not a fencing token", name, v)
 	}
 	return t, nil

@@ -9,12 +9,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 )
 
 type sidecar struct {
@@ -25,6 +27,9 @@ type sidecar struct {
 }
 
 type fixture struct {
+	Namespace     string    `json:"namespace"`
+	LeaseName     string    `json:"leaseName"`
+	Kubeconfig    string    `json:"kubeconfig"` // the control plane's admin
 	LeaseDuration float64   `json:"leaseDuration"`
 	RenewDeadline float64   `json:"renewDeadline"`
 	Sidecars      []sidecar `json:"sidecars"`
@@ -69,6 +74,20 @@ func signal(t *testing.T, s sidecar, sig syscall.Signal) {
 	if err := syscall.Kill(*s.Pid, sig); err != nil {
 		t.Fatalf("kill -%v %d: %v", sig, *s.Pid, err)
 	}
+}
+
+// awaitStopped waits until the SIGSTOP sent to s has taken effect (kill
+// returns before the process is stopped, and it may answer meanwhile).
+func awaitStopped(t *testing.T, s sidecar) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", *s.Pid))
+		// The state follows the command name in parentheses: "T" is stopped.
+		if _, rest, ok := strings.Cut(string(stat), ") "); err == nil && ok && strings.HasPrefix(rest, "T") {
+			return
+		}
+	}
+	t.Fatalf("sidecar %d (pid %d) did not stop within 2s", s.Index, *s.Pid)
 }
 
 // settled waits until every sidecar runs, has read the Lease and answers
@@ -360,7 +379,7 @@ func TestClientReconnectsAfterTheSidecarRestarts(t *testing.T) {
 	signal(t, s, syscall.SIGKILL)
 	// Restarted after 0.5s; the client must notice within its backoff.
 	reconnect := time.After(8 * time.Second)
-	sawOutage := false
+	sawOutage, restarted := false, ""
 	for {
 		var e seen
 		select {
@@ -389,6 +408,7 @@ func TestClientReconnectsAfterTheSidecarRestarts(t *testing.T) {
 				t.Error("watch reconnected without reporting the outage")
 			}
 			t.Logf("reconnected to %s (holder %s, token %d)", e.l.Identity, e.l.HolderIdentity, e.l.FencingToken)
+			restarted = e.l.Identity
 			break
 		}
 	}
@@ -398,7 +418,61 @@ func TestClientReconnectsAfterTheSidecarRestarts(t *testing.T) {
 		t.Errorf("Leadership() after the restart = %+v, %v; want the new process", l, err)
 	}
 	f2, _ := settled(t)
-	if l.Identity != f2.Sidecars[li].Identity {
-		t.Errorf("restarted sidecar answers as %s; fixture says %s", l.Identity, f2.Sidecars[li].Identity)
+	if l.Identity != f2.Sidecars[li].Identity || restarted != l.Identity {
+		t.Errorf("restarted sidecar answers as %s, watched as %s; fixture says %s", l.Identity, restarted,
+			f2.Sidecars[li].Identity)
 	}
+	passed(t, "restarting-sidecar")
+}
+
+// The conformance scenario require-leader-after-pause: while the leader's
+// sidecar is stopped for longer than the Lease, its old answer lapses and
+// RequireLeader fails as unavailable; afterwards a higher token leads.
+func TestRequireLeaderNeverReturnsATokenWhileTheSidecarIsPaused(t *testing.T) {
+	f, li := settled(t)
+	s := f.Sidecars[li]
+	c := newClient(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	answer, err := c.Leadership(ctx)
+	if err != nil || !answer.IsLeader {
+		t.Fatalf("Leadership() = %+v, %v; want the leader", answer, err)
+	}
+	signal(t, s, syscall.SIGSTOP)
+	resumed := false
+	defer func() {
+		if !resumed {
+			signal(t, s, syscall.SIGCONT)
+		}
+	}()
+	awaitStopped(t, s)
+	pauseEnd := time.Now().Add(seconds(f.LeaseDuration) + 1500*time.Millisecond)
+	for time.Now().Before(pauseEnd) {
+		if token, err := c.RequireLeader(ctx, 0); !errors.Is(err, baton.ErrSidecarUnavailable) {
+			t.Fatalf("RequireLeader() during the pause = %d, %v; want ErrSidecarUnavailable", token, err)
+		}
+	}
+	if left := answer.Remaining(); left != 0 {
+		t.Errorf("the answer from before the pause has %v left; want 0", left)
+	}
+	signal(t, s, syscall.SIGCONT)
+	resumed = true
+
+	deadline := time.Now().Add(5 * time.Second)
+	pausedOK, higher := false, false
+	for time.Now().Before(deadline) && !(pausedOK && higher) {
+		l, err := c.Leadership(ctx)
+		pausedOK = pausedOK || (err == nil && (!l.IsLeader || l.FencingToken > answer.FencingToken))
+		for _, other := range readFixture(t).Sidecars {
+			if l, err := newClient(t, other).Leadership(ctx); err == nil && l.IsLeader && l.FencingToken > answer.FencingToken {
+				higher = true
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !pausedOK || !higher {
+		t.Fatalf("within 5s of SIGCONT: paused sidecar answers not-leader or a higher token: %v; "+
+			"some sidecar leads with a token above %d: %v", pausedOK, answer.FencingToken, higher)
+	}
+	passed(t, "require-leader-after-pause")
 }

@@ -36,8 +36,9 @@ import (
 //
 // When the stream breaks, goes silent (see WithHeartbeatInterval) or cannot
 // be opened, Watch yields a zero Leadership with the error (matching
-// ErrSidecarUnavailable when no sidecar answers) and reconnects with
-// exponential backoff; the first state after a reconnect is always yielded.
+// ErrSidecarUnavailable when no sidecar answers, ErrWrongLease when it
+// serves another Lease than WithLease's) and reconnects with exponential
+// backoff; the first state after a reconnect is always yielded.
 func (c *Client) Watch(ctx context.Context) iter.Seq2[Leadership, error] {
 	return func(yield func(Leadership, error) bool) {
 		delay := c.opts.minBackoff
@@ -90,14 +91,14 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 			m, err := stream.Recv()
 			r := received{err: err}
 			if err == nil {
-				r.l = fromProto(m.GetLeadership(), boottime())
+				r.l, r.err = c.checkLease(fromProto(m.GetLeadership(), boottime()))
 			}
 			select {
 			case msgs <- r:
 			case <-sctx.Done():
 				return
 			}
-			if err != nil {
+			if r.err != nil {
 				return
 			}
 		}
@@ -129,6 +130,9 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 			if errors.Is(r.err, io.EOF) {
 				return connected, &UnavailableError{Addr: c.addr,
 					Err: errors.New("the sidecar ended the stream (shutting down)")}, false
+			}
+			if errors.Is(r.err, ErrWrongLease) {
+				return connected, r.err, false
 			}
 			if r.err != nil {
 				return connected, c.wrap(ctx, r.err), false

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 )
 
 // lastPromise asks the sidecar of c over and over until ctx ends and
@@ -62,7 +62,7 @@ func TestHandoverOnSIGTERMCarriesRevisionsAndKeepsAPollersPromises(t *testing.T)
 
 	signal(t, f.Sidecars[li], syscall.SIGTERM)
 	steppedDown, successor := false, -1
-	var took time.Duration
+	var took, oldPromise time.Duration // the old leader's watch's last promise
 	var next baton.Leadership
 	for !steppedDown || successor < 0 {
 		select {
@@ -72,6 +72,8 @@ func TestHandoverOnSIGTERMCarriesRevisionsAndKeepsAPollersPromises(t *testing.T)
 				// The old leader's stream ends when it exits.
 			case e.index == li && e.l.SteppingDown && !e.l.IsLeader:
 				steppedDown = true
+			case e.index == li && e.l.IsLeader && e.l.Identity == before.Identity:
+				oldPromise = max(oldPromise, e.l.ValidUntilBoottime)
 			case e.index != li && e.l.IsLeader && successor < 0:
 				successor, next, took = e.index, e.l, boottime(t)
 			}
@@ -85,12 +87,18 @@ func TestHandoverOnSIGTERMCarriesRevisionsAndKeepsAPollersPromises(t *testing.T)
 		t.Errorf("successor leads with token %d, revision %d; want above %d, %d",
 			next.FencingToken, next.FencingRevision, before.FencingToken, before.FencingRevision)
 	}
-	// The poller never acknowledged: its last promise had to lapse first.
+	// The poller never acknowledged: its last promise had to lapse first;
+	// and so did the last one the old leader's watch delivered.
 	if took < last {
 		t.Errorf("successor led %v before the old leader's last promise to a poller lapsed", last-took)
 	}
+	if took < oldPromise {
+		t.Errorf("successor's first leader state came %v before the old leader's watched promise lapsed",
+			oldPromise-took)
+	}
 	t.Logf("handover to %s: token %d -> %d, revision %d -> %d",
 		next.Identity, before.FencingToken, next.FencingToken, before.FencingRevision, next.FencingRevision)
+	passed(t, "watch-through-handover")
 }
 
 // term is one leader work's life as the test saw it (CLOCK_BOOTTIME).
@@ -109,8 +117,10 @@ func TestRunWhileLeaderAcknowledgesSoTheHandoverIsFast(t *testing.T) {
 	var wg sync.WaitGroup
 	runCtx, stopRunning := context.WithCancel(ctx)
 	defer func() { stopRunning(); wg.Wait() }()
+	clients := make([]*baton.Client, len(f.Sidecars))
 	for i, s := range f.Sidecars {
 		c := newClient(t, s)
+		clients[i] = c
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -133,6 +143,12 @@ func TestRunWhileLeaderAcknowledgesSoTheHandoverIsFast(t *testing.T) {
 	// Let the promises settled() was given lapse: those clients never
 	// acknowledge.
 	time.Sleep(seconds(f.RenewDeadline) + 200*time.Millisecond)
+	// A fresh promise to the client that runs the work: only its
+	// acknowledgement lets the next leader start before it lapses.
+	promise, err := clients[li].Leadership(ctx)
+	if err != nil || !promise.IsLeader {
+		t.Fatalf("Leadership() of the working client = %+v, %v; want leader", promise, err)
+	}
 
 	sent := boottime(t)
 	signal(t, f.Sidecars[li], syscall.SIGTERM)
@@ -153,11 +169,13 @@ func TestRunWhileLeaderAcknowledgesSoTheHandoverIsFast(t *testing.T) {
 		next.l.FencingRevision <= first.l.FencingRevision {
 		t.Errorf("new term %+v; want another sidecar with a higher token and revision than %+v", next.l, first.l)
 	}
-	if handover > seconds(f.RenewDeadline)/2 {
-		t.Errorf("handover took %v; want well under the renew deadline (%vs) with the work acknowledged",
-			handover, f.RenewDeadline)
+	if handover > seconds(f.RenewDeadline)/2 || next.started >= promise.ValidUntilBoottime {
+		t.Errorf("handover took %v, the new work started %v after the acknowledged promise's end; want well "+
+			"under the renew deadline (%vs), before that end", handover, next.started-promise.ValidUntilBoottime,
+			f.RenewDeadline)
 	}
 	t.Logf("SIGTERM -> new leader's work started: %v", handover)
+	passed(t, "step-down-ack")
 }
 
 func TestAcknowledgeStepDownGivesBackThisClientsPromisesOnly(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 )
 
 func TestFenceAdmitsEqualAndHigherTokensAndRefusesLower(t *testing.T) {

@@ -28,6 +28,10 @@ const (
 	// EnvGRPCAddr names the environment variable that overrides
 	// DefaultGRPCAddr: "host:port", ":port" (on 127.0.0.1) or "unix:PATH".
 	EnvGRPCAddr = "BATON_GRPC_ADDR"
+	// EnvLeaseName and EnvLeaseNamespace name the environment variables
+	// that give the Lease a Client expects when WithLease is not used.
+	EnvLeaseName      = "BATON_LEASE_NAME"
+	EnvLeaseNamespace = "BATON_LEASE_NAMESPACE"
 )
 
 // Defaults of the Options.
@@ -49,6 +53,7 @@ type Client struct {
 
 type options struct {
 	addr, clientID         string
+	lease                  *LeaseRef
 	callTimeout, heartbeat time.Duration
 	minBackoff, maxBackoff time.Duration
 	dialOptions            []grpc.DialOption
@@ -67,6 +72,35 @@ func WithAddr(addr string) Option { return func(o *options) { o.addr = addr } }
 // AcknowledgeStepDown can give back. Default: 16 random hex digits per
 // Client, which is what a Client should normally use.
 func WithClientID(id string) Option { return func(o *options) { o.clientID = id } }
+
+// WithLease sets the Lease this Client expects the sidecar to serve
+// (overriding $BATON_LEASE_NAME and $BATON_LEASE_NAMESPACE). Every answer
+// from a sidecar serving another Lease is then refused with a
+// *WrongLeaseError (errors.Is(err, ErrWrongLease)): with two sidecars on one
+// network namespace (hostNetwork), an address mix-up would otherwise let
+// this application act on another workload's leadership. An empty namespace
+// checks the name only. Without WithLease or $BATON_LEASE_NAME, any Lease is
+// accepted.
+func WithLease(name, namespace string) Option {
+	return func(o *options) { o.lease = &LeaseRef{Name: name, Namespace: namespace} }
+}
+
+// expectedLease is the Lease of WithLease, else of $BATON_LEASE_NAME and
+// $BATON_LEASE_NAMESPACE; nil when none is set.
+func expectedLease(o options) (*LeaseRef, error) {
+	lease := o.lease
+	if lease == nil {
+		name, ns := os.Getenv(EnvLeaseName), os.Getenv(EnvLeaseNamespace)
+		if name == "" && ns == "" {
+			return nil, nil
+		}
+		lease = &LeaseRef{Name: name, Namespace: ns}
+	}
+	if lease.Name == "" {
+		return nil, fmt.Errorf("baton: the expected Lease (WithLease or $%s) needs a name", EnvLeaseName)
+	}
+	return lease, nil
+}
 
 // WithCallTimeout bounds each unary call whose context has no earlier
 // deadline, so a paused sidecar cannot block the caller (default
@@ -146,6 +180,9 @@ func New(opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.lease, err = expectedLease(o); err != nil {
+		return nil, err
+	}
 	if o.clientID == "" {
 		o.clientID = randomClientID()
 	} else if !clientIDPattern.MatchString(o.clientID) {
@@ -197,11 +234,18 @@ func (c *Client) wrap(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("baton: %w", ctx.Err())
 	}
+	return translate(c.addr, err)
+}
+
+// translate is the one mapping of a failed call's gRPC status to this
+// package's errors: the codes that mean "no usable sidecar here" become an
+// *UnavailableError, the others keep their status.
+func translate(addr string, err error) error {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded, codes.Unimplemented, codes.Canceled:
-		return &UnavailableError{Addr: c.addr, Err: err}
+		return &UnavailableError{Addr: addr, Err: err}
 	}
-	return fmt.Errorf("baton: %s: %w", c.addr, err)
+	return fmt.Errorf("baton: %s: %w", addr, err)
 }
 
 // Leadership asks the sidecar for the current state. It fails fast with
@@ -215,7 +259,17 @@ func (c *Client) Leadership(ctx context.Context) (Leadership, error) {
 	if err != nil {
 		return Leadership{}, c.wrap(ctx, err)
 	}
-	return fromProto(m, sent), nil
+	return c.checkLease(fromProto(m, sent))
+}
+
+// checkLease passes l on if it comes from a sidecar serving the expected
+// Lease (or none is expected), and refuses it otherwise.
+func (c *Client) checkLease(l Leadership) (Leadership, error) {
+	served := LeaseRef{Name: l.LeaseName, Namespace: l.LeaseNamespace}
+	if want := c.opts.lease; want != nil && !want.matches(served) {
+		return Leadership{}, &WrongLeaseError{Addr: c.addr, Expected: *want, Served: served}
+	}
+	return l, nil
 }
 
 // IsLeader reports whether this pod leads right now. An error (no sidecar)
@@ -239,7 +293,13 @@ func (c *Client) requireLeader(ctx context.Context, minValidity time.Duration) (
 	if err != nil {
 		return Leadership{}, err
 	}
-	remaining := l.Remaining()
+	return requireLeaderAt(l, minValidity, boottime())
+}
+
+// requireLeaderAt is RequireLeader's decision on l at the CLOCK_BOOTTIME
+// reading now: l if it leads with at least minValidity (and some) left.
+func requireLeaderAt(l Leadership, minValidity, now time.Duration) (Leadership, error) {
+	remaining := l.remainingAt(now)
 	if !l.IsLeader || remaining <= 0 || remaining < minValidity {
 		return Leadership{}, &NotLeaderError{Leadership: l, MinValidity: minValidity, Remaining: remaining}
 	}

@@ -42,4 +42,4 @@
 // lapse.
 package baton
 
-//go:generate ./generate.sh
+//go:generate ../generate.sh
