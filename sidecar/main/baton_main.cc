@@ -59,7 +59,8 @@ ABSL_FLAG(absl::Duration, retry_period, baton::ElectionTiming{}.retry_period,
 ABSL_FLAG(std::string, kubeconfig, "",
           "Path to a kubeconfig. Default: in-cluster config (ServiceAccount token).");
 ABSL_FLAG(std::string, http_addr, baton::SidecarConfig{}.http_addr,
-          "host:port of the local HTTP API (/leader, /readyz/leader, /healthz, /metrics).");
+          "host:port of the local HTTP API (/leader, /leader/watch, /readyz/leader, /healthz, "
+          "/metrics).");
 ABSL_FLAG(std::string, grpc_addr, baton::SidecarConfig{}.grpc_addr,
           "host:port of the local gRPC API (baton.v1.LeaderElection, grpc.health.v1).");
 ABSL_FLAG(std::string, metrics_addr, "",
@@ -70,6 +71,9 @@ ABSL_FLAG(bool, release_on_shutdown, true,
 ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
           "Deadline of each API-server request. Default: 5s, or half of --renew-deadline if "
           "that is shorter.");
+ABSL_FLAG(absl::Duration, sse_heartbeat, baton::SidecarConfig{}.sse_heartbeat,
+          "GET /leader/watch: send a heartbeat comment after this long without an event "
+          "(at least 100ms). A client's ?heartbeat= may ask for a shorter one.");
 ABSL_FLAG(
     absl::Duration, shutdown_grace, absl::Seconds(5),
     "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
@@ -91,7 +95,14 @@ ABSL_FLAG(std::string, namespace, "",
           "baton leases: the namespace to audit. Default: the kubeconfig context's, else "
           "\"default\".");
 ABSL_FLAG(bool, all_namespaces, false, "baton leases: audit every namespace.");
-ABSL_FLAG(std::string, output, "text", "baton leases: text (one line per Lease) or json.");
+ABSL_FLAG(std::string, output, "text",
+          "baton leases: text (one line per Lease), wide (text plus acquire time, renew age and "
+          "validity estimate) or json.");
+ABSL_FLAG(std::string, context, "",
+          "baton leases: the kubeconfig context to use. Default: its current-context.");
+ABSL_FLAG(bool, watch, false,
+          "baton leases: after the listing, print each Lease change (new holder, transitions, "
+          "duration, deletion) as it happens, until interrupted.");
 
 namespace baton {
 namespace {
@@ -148,6 +159,7 @@ ConfigInputs InputsFromFlags() {
   in.release_on_shutdown = absl::GetFlag(FLAGS_release_on_shutdown);
   in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
   in.hostname = Hostname();
@@ -180,6 +192,10 @@ int LeasesMain(int argc, char** argv) {
   options.namespace_name = absl::GetFlag(FLAGS_namespace);
   options.all_namespaces = absl::GetFlag(FLAGS_all_namespaces);
   options.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  options.kubeconfig_env = Env("KUBECONFIG");
+  options.home = Env("HOME");
+  options.context = absl::GetFlag(FLAGS_context);
+  options.watch = absl::GetFlag(FLAGS_watch);
   options.output = *output;
   return tools::RunLeases(options, *SystemClock(), std::cout, std::cerr);
 }
@@ -189,10 +205,11 @@ int LeasesMain(int argc, char** argv) {
 // that campaigns in x.
 absl::Status RejectLeasesFlags() {
   if (!absl::GetFlag(FLAGS_namespace).empty() || absl::GetFlag(FLAGS_all_namespaces) ||
-      absl::GetFlag(FLAGS_output) != "text") {
+      absl::GetFlag(FLAGS_output) != "text" || !absl::GetFlag(FLAGS_context).empty() ||
+      absl::GetFlag(FLAGS_watch)) {
     return absl::InvalidArgumentError(
-        "--namespace, --all-namespaces and --output belong to `baton leases`; the sidecar's "
-        "namespace flag is --lease-namespace");
+        "--namespace, --all-namespaces, --output, --context and --watch belong to `baton "
+        "leases`; the sidecar's namespace flag is --lease-namespace");
   }
   return absl::OkStatus();
 }
@@ -278,7 +295,7 @@ int Main(int argc, char** argv) {
       "  baton --lease-name=NAME [flags]      run the sidecar\n"
       "  baton run --lease-name=NAME [flags] -- CMD [ARGS...]\n"
       "                                      run CMD only while leading (docs/run.md)\n"
-      "  baton leases [--namespace=NS | --all-namespaces] [--output=text|json]\n"
+      "  baton leases [--namespace=NS | --all-namespaces] [--output=text|wide|json] [--watch]\n"
       "                                      audit Leases (see baton leases --help)\n"
       "Flags may be written with dashes or underscores (--lease-name, --lease_name).");
   std::vector<std::string> storage;
