@@ -27,6 +27,26 @@ namespace baton::testing {
 
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
+// Appends to `out` what socket `fd` receives before `deadline`; false on
+// timeout, or once the peer has closed (which sets `*closed`; no read is
+// tried after that).
+inline bool ReceiveSome(int fd, absl::Time deadline, std::string* out, bool* closed) {
+  if (*closed) return false;
+  const absl::Duration left = deadline - absl::Now();
+  if (left <= absl::ZeroDuration()) return false;
+  pollfd p{fd, POLLIN, 0};
+  const int ready = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+  if (ready <= 0) return false;
+  char buffer[16 * 1024];
+  const ssize_t n = ::recv(fd, buffer, sizeof(buffer), 0);
+  if (n <= 0) {
+    *closed = true;
+    return false;
+  }
+  out->append(buffer, static_cast<size_t>(n));
+  return true;
+}
+
 class RawHttpConnection {
  public:
   // Connects to 127.0.0.1:port; check connected().
@@ -121,23 +141,7 @@ class RawHttpConnection {
   }
 
  private:
-  // Appends what arrives before `deadline`; false on timeout or close.
-  bool ReadSome(absl::Time deadline) {
-    if (closed_) return false;
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    pollfd p{fd_, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-    if (ready <= 0) return false;
-    char buffer[16 * 1024];
-    const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
-    if (n <= 0) {
-      closed_ = true;
-      return false;
-    }
-    pending_.append(buffer, static_cast<size_t>(n));
-    return true;
-  }
+  bool ReadSome(absl::Time deadline) { return ReceiveSome(fd_, deadline, &pending_, &closed_); }
 
   int fd_ = -1;
   bool closed_ = false;

@@ -10,7 +10,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "sidecar/api/testing/raw_http_client.h"
 
 namespace baton::testing {
 
@@ -162,23 +162,7 @@ class SseClient {
     }
   }
 
-  // Appends what arrives before `deadline`; false on timeout or close.
-  bool ReadSome(absl::Time deadline) {
-    if (closed_) return false;
-    const absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration()) return false;
-    pollfd p{fd_, POLLIN, 0};
-    const int ready = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-    if (ready <= 0) return false;
-    char buffer[16 * 1024];
-    const ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);
-    if (n <= 0) {
-      closed_ = true;
-      return false;
-    }
-    raw_.append(buffer, static_cast<size_t>(n));
-    return true;
-  }
+  bool ReadSome(absl::Time deadline) { return ReceiveSome(fd_, deadline, &raw_, &closed_); }
 
   const bool http10_;
   int fd_ = -1;
