@@ -49,6 +49,9 @@ fi
 # The environment: BATON_<FLAG>, named in errors; a flag wins over it.
 environment=(BATON_LEASE_DURATION=soon)
 expect 2 "BATON_LEASE_DURATION=soon is not a valid value for --lease-duration" --lease-name=x
+environment=(BATON_LOG_LEVEL=loud)
+expect 2 "--log-level=loud is not debug, info, warn or error (--log-level is BATON_LOG_LEVEL=loud)" \
+  --lease-name=x --lease-namespace=ns
 environment=(BATON_LEASE_NAME=x BATON_RENEW_DEADLINE=15s)
 expect 2 "(--renew-deadline is BATON_RENEW_DEADLINE=15s)" --lease-namespace=ns
 expect 2 "pass --kubeconfig" --renew-deadline=10s
@@ -56,4 +59,5 @@ environment=(BATON_LEASE_NAME=x BATON_SERVICE_HOST=10.0.0.1 BATON_PORT=tcp://10.
 expect 2 "no-such.kubeconfig" --kubeconfig=/no-such.kubeconfig
 environment=()
 expect 2 "--output" leases --output=yaml
+expect 2 "--log-format=yaml is not logfmt or json" --lease-name=x --lease-namespace=ns --log-format=yaml
 exit $fail

@@ -71,6 +71,10 @@ ABSL_FLAG(
     absl::Duration, shutdown_grace, absl::Seconds(5),
     "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
     "local servers. Keep terminationGracePeriodSeconds above twice this.");
+ABSL_FLAG(std::string, log_format, "logfmt",
+          "Log lines on stderr as logfmt (ts=... level=... event=... key=value) or json (one "
+          "object per line, the same keys).");
+ABSL_FLAG(std::string, log_level, "info", "Lowest level logged: debug, info, warn or error.");
 
 // `baton run` (sidecar/main/run_command.h); the election flags are shared.
 ABSL_FLAG(std::string, stop_signal, "SIGTERM",
@@ -138,6 +142,8 @@ ConfigInputs InputsFromFlags() {
   in.release_on_shutdown = absl::GetFlag(FLAGS_release_on_shutdown);
   in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  in.log_format = absl::GetFlag(FLAGS_log_format);
+  in.log_level = absl::GetFlag(FLAGS_log_level);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
   in.hostname = Hostname();
@@ -317,7 +323,7 @@ int Main(int argc, char** argv) {
   inputs.client_namespace = rest->namespace_name;
   absl::StatusOr<SidecarConfig> config = ConfigFrom(inputs);
   if (!config.ok()) return bad_config(config.status());
-  InitLogging();
+  InitLogging(config->log);
   // Debian's Abseil is built without NDEBUG, which leaves absl::Mutex's
   // deadlock detection on: every lock then updates a global lock graph under a
   // global lock. Lock order is checked by clang's thread-safety analysis at

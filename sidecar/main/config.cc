@@ -86,7 +86,8 @@ absl::Status ValidateFlags(const ConfigInputs& in) {
   if (in.shutdown_grace <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--shutdown-grace must be positive");
   }
-  return absl::OkStatus();
+  if (absl::Status s = ParseLogFormat(in.log_format).status(); !s.ok()) return s;
+  return ParseLogLevel(in.log_level).status();
 }
 
 absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
@@ -114,6 +115,8 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.api_timeout =
       in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
   c.shutdown_grace = in.shutdown_grace;
+  c.log.format = *ParseLogFormat(in.log_format);
+  c.log.level = *ParseLogLevel(in.log_level);
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sidecar/common/log.h"
 
 namespace baton {
 
@@ -46,6 +47,7 @@ struct SidecarConfig {
   absl::Duration api_timeout = absl::Seconds(5);
   // On SIGTERM: time allowed for the release, and again for closing servers.
   absl::Duration shutdown_grace = absl::Seconds(5);
+  LogOptions log;
 };
 
 // The API request deadline when --api-timeout is not given: 5s, but at most
@@ -67,8 +69,10 @@ struct ConfigInputs {
   bool release_on_shutdown = true;
   absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
   absl::Duration shutdown_grace = absl::Seconds(5);
-  std::string pod_name;       // $POD_NAME
-  std::string pod_namespace;  // $POD_NAMESPACE
+  std::string log_format = "logfmt";  // --log-format
+  std::string log_level = "info";     // --log-level
+  std::string pod_name;               // $POD_NAME
+  std::string pod_namespace;          // $POD_NAMESPACE
   // The namespace of the API client configuration: the kubeconfig context's,
   // or in a Pod the ServiceAccount namespace file's.
   std::string client_namespace;
@@ -77,7 +81,7 @@ struct ConfigInputs {
 };
 
 // Checks what the flags say on their own: --lease-name present, durations,
-// addresses, timeouts. main calls it before loading the API client config, so
+// addresses, timeouts, log format and level. main calls it before loading the API client config, so
 // a bad flag is reported first. InvalidArgument naming the flag.
 absl::Status ValidateFlags(const ConfigInputs& in);
 
