@@ -55,6 +55,7 @@ MonoTime Elector::Step() {
     if (!absl::IsAborted(renewed) && !absl::IsNotFound(renewed)) {
       return Schedule(clock_->Monotonic(), renewed.ok());
     }
+    if (options_.listener) options_.listener->OnSlowPath();
   }
 
   // 2. Read the Lease; create it if it does not exist.

@@ -87,6 +87,9 @@ class ElectionListener {
   virtual void OnAcquired(int64_t token) = 0;
   // This elector stopped holding the Lease (lost, released or resigned).
   virtual void OnLost() = 0;
+  // The leader's renew of its cached record met a changed or deleted Lease,
+  // so it read the Lease again before deciding: client-go's "slow path".
+  virtual void OnSlowPath() = 0;
   // The observed holder changed; empty when nobody holds the Lease or it does
   // not exist. May be this elector's own identity.
   virtual void OnObservedHolder(const std::string& holder) = 0;

@@ -27,11 +27,13 @@ class RecordingListener final : public ElectionListener {
   void OnRenew(absl::Duration latency, bool ok) override { renews.emplace_back(latency, ok); }
   void OnAcquired(int64_t token) override { acquired.push_back(token); }
   void OnLost() override { ++lost; }
+  void OnSlowPath() override { ++slow_paths; }
   void OnObservedHolder(const std::string& holder) override { holders.push_back(holder); }
 
   std::vector<std::pair<absl::Duration, bool>> renews;
   std::vector<int64_t> acquired;
   int lost = 0;
+  int slow_paths = 0;
   std::vector<std::string> holders;
 };
 
@@ -952,6 +954,8 @@ TEST_F(ElectorTest, ListenerHearsRenewsAcquisitionsLossesAndHolders) {
   EXPECT_TRUE(listener_.renews[1].second);
   EXPECT_FALSE(listener_.renews[2].second);  // the 409
   EXPECT_THAT(listener_.holders, ElementsAre("me", "other"));
+  // Only the 409 sent the leader to re-read; the failed renew did not.
+  EXPECT_EQ(listener_.slow_paths, 1);
 }
 
 // --- Safety ----------------------------------------------------------------

@@ -166,6 +166,7 @@ absl::Status Daemon::Readiness() const {
 
 bool Daemon::Acknowledge(std::string_view client_id, int64_t token) {
   const bool acknowledged = publisher_.Acknowledge(client_id, token);
+  metrics_.ObserveAcknowledgement(acknowledged);
   if (acknowledged) loop_->PromisesChanged();
   return acknowledged;
 }

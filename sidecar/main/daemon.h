@@ -74,6 +74,7 @@ class Daemon {
     void OnRenew(absl::Duration latency, bool ok) override { metrics_->ObserveRenew(latency, ok); }
     void OnAcquired(int64_t) override { metrics_->ObserveLeadershipAcquired(); }
     void OnLost() override { metrics_->ObserveLeadershipLost(); }
+    void OnSlowPath() override { metrics_->ObserveSlowPath(); }
     void OnObservedHolder(const std::string&) override {}
 
    private:
