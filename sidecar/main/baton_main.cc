@@ -71,6 +71,10 @@ ABSL_FLAG(
     absl::Duration, shutdown_grace, absl::Seconds(5),
     "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
     "local servers. Keep terminationGracePeriodSeconds above twice this.");
+ABSL_FLAG(bool, events, true,
+          "Record Kubernetes Events (events.k8s.io/v1) on the Lease when this sidecar becomes "
+          "leader, stops leading, releases the Lease or sees a new leader. Needs create on "
+          "events; without it baton logs once and records none.");
 ABSL_FLAG(std::string, log_format, "logfmt",
           "Log lines on stderr as logfmt (ts=... level=... event=... key=value) or json (one "
           "object per line, the same keys).");
@@ -142,6 +146,7 @@ ConfigInputs InputsFromFlags() {
   in.release_on_shutdown = absl::GetFlag(FLAGS_release_on_shutdown);
   in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  in.events = absl::GetFlag(FLAGS_events);
   in.log_format = absl::GetFlag(FLAGS_log_format);
   in.log_level = absl::GetFlag(FLAGS_log_level);
   in.pod_name = Env("POD_NAME");

@@ -115,6 +115,7 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.api_timeout =
       in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
   c.shutdown_grace = in.shutdown_grace;
+  c.events = in.events;
   c.log.format = *ParseLogFormat(in.log_format);
   c.log.level = *ParseLogLevel(in.log_level);
   return c;

@@ -48,6 +48,8 @@ struct SidecarConfig {
   // On SIGTERM: time allowed for the release, and again for closing servers.
   absl::Duration shutdown_grace = absl::Seconds(5);
   LogOptions log;
+  // Record Kubernetes Events on the Lease as leadership changes.
+  bool events = true;
 };
 
 // The API request deadline when --api-timeout is not given: 5s, but at most
@@ -69,6 +71,7 @@ struct ConfigInputs {
   bool release_on_shutdown = true;
   absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
   absl::Duration shutdown_grace = absl::Seconds(5);
+  bool events = true;
   std::string log_format = "logfmt";  // --log-format
   std::string log_level = "info";     // --log-level
   std::string pod_name;               // $POD_NAME

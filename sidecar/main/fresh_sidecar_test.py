@@ -10,7 +10,10 @@ ctest fixture) with --log-format=json, and:
     (`baton_renews_total{result="failure"}`);
   * waits until it leads, scrapes again (leader_election_master_status 1);
   * stops it with SIGTERM and reads its log: every line one JSON object with
-    ts, level and event, and every transition line keeps its `next` key.
+    ts, level and event, and every transition line keeps its `next` key;
+  * meanwhile starts a second sidecar, which follows;
+  * finds the Events the two recorded on the Lease (became leader, observed
+    a new leader, stopped leading, released).
 
 Exit code 77 (skipped) if prometheus_client is missing and pip cannot
 install it.
@@ -35,6 +38,7 @@ from metrics_prometheus_test import ensure_prometheus_client, fetch  # noqa: E40
 METRIC = re.compile(r"\b((?:baton|leader_election|process)_[a-z_]+)(\{[^}]*\})?")
 # One equality matcher inside a selector: key="value".
 EQUALS = re.compile(r'(\w+)="([^"]*)"')
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 TRANSITIONS = {"acquired", "lost", "stepped_down", "released", "observed_holder"}
 
 
@@ -106,6 +110,15 @@ def check_log(path):
         assert event in events, f"no event={event} in {events}"
 
 
+def lease_event_notes(controlplane, lease):
+    """The notes of the events.k8s.io Events about Lease `lease` in default."""
+    out = subprocess.run(
+        [os.path.join(REPO, "scripts", "controlplane"), "kubectl", controlplane, "-n", "default",
+         "get", "events.events.k8s.io", "-o", "json"],
+        check=True, capture_output=True, text=True).stdout
+    return [e["note"] for e in json.loads(out)["items"] if e["regarding"]["name"] == lease]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--baton", required=True)
@@ -113,21 +126,26 @@ def main():
     args = parser.parse_args()
     if not ensure_prometheus_client():
         return 77
-    kubeconfig = os.path.join(os.environ["BATON_CONTROLPLANE_DIR"], "kubeconfig")
+    controlplane = os.environ["BATON_CONTROLPLANE_DIR"]
+    kubeconfig = os.path.join(controlplane, "kubeconfig")
+    lease = f"fresh-{os.getpid()}"
     selectors = runbook_selectors(args.runbook)
 
-    http_port, grpc_port = free_port(), free_port()
-    with tempfile.TemporaryDirectory() as tmp:
-        log = os.path.join(tmp, "baton.log")
+    def start(log, http_port):
         with open(log, "w") as stderr:
-            baton = subprocess.Popen(
-                [args.baton, f"--lease-name=fresh-{os.getpid()}", "--lease-namespace=default",
+            return subprocess.Popen(
+                [args.baton, f"--lease-name={lease}", "--lease-namespace=default",
                  f"--kubeconfig={kubeconfig}", f"--http-addr=127.0.0.1:{http_port}",
-                 f"--grpc-addr=127.0.0.1:{grpc_port}", "--log-format=json",
+                 f"--grpc-addr=127.0.0.1:{free_port()}", "--log-format=json",
                  # Short terms: a new Lease is created one lease duration
                  # (plus two retry periods) after the first read.
                  "--lease-duration=3s", "--renew-deadline=1500ms", "--retry-period=250ms"],
                 stderr=stderr)
+
+    http_port, follower_port = free_port(), free_port()
+    with tempfile.TemporaryDirectory() as tmp:
+        log, follower_log = os.path.join(tmp, "baton.log"), os.path.join(tmp, "follower.log")
+        baton = start(log, http_port)
         try:
             first = []
             wait_for("/metrics", lambda: first.append(fetch(http_port, "/metrics")[2]) is None)
@@ -138,6 +156,14 @@ def main():
             wait_for("leadership", leads)
             status = families(fetch(http_port, "/metrics")[2])["leader_election_master_status"]
             assert [s.value for s in status.samples] == [1], status.samples
+
+            follower = start(follower_log, follower_port)
+            try:
+                wait_for("the follower to see the leader", lambda: json.loads(
+                    fetch(follower_port, "/leader")[2]).get("holderIdentity"))
+            finally:
+                follower.send_signal(signal.SIGTERM)
+                assert follower.wait(timeout=30) == 0, open(follower_log).read()
         except AssertionError:
             print(open(log).read())
             raise
@@ -146,7 +172,12 @@ def main():
             code = baton.wait(timeout=30)
         assert code == 0, f"baton exited {code}:\n" + open(log).read()
         check_log(log)
-    print(f"ok: {len(selectors)} runbook metrics in a fresh sidecar's /metrics; JSON log lines")
+        notes = lease_event_notes(controlplane, lease)
+        for said in ("became leader", "observed a new leader", "stopped leading: shutdown",
+                     "released the Lease"):
+            assert any(said in note for note in notes), f"no Event saying {said!r}: {notes}"
+    print(f"ok: {len(selectors)} runbook metrics in a fresh sidecar's /metrics; JSON log lines; "
+          f"{len(notes)} Events")
     return 0
 
 
