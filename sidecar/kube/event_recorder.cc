@@ -128,11 +128,12 @@ absl::Status EventRecorder::Send(const EventRecord& record) {
       ApiVerb::kCreate,
       absl::StrCat("/apis/events.k8s.io/v1/namespaces/", options_.lease_namespace, "/events"),
       EventJson(options_, record, absl::Now()));
-  const absl::Status status = created.status();
+  absl::Status status = created.status();
   if (status.ok()) {
-    if (failing_)
+    if (failing_) {
       spdlog::info("event=events_recovered lease={}/{}", options_.lease_namespace,
                    options_.lease_name);
+    }
     failing_ = false;
   } else if (absl::IsPermissionDenied(status)) {
     spdlog::warn(
@@ -141,7 +142,7 @@ absl::Status EventRecorder::Send(const EventRecord& record) {
         options_.lease_namespace, options_.lease_name, LogValue(std::string(status.message())));
   } else if (!failing_ && !absl::IsCancelled(status)) {
     failing_ = true;
-    spdlog::warn("event=event_failed lease={}/{} reason={} error={} next=\"drop it; try the next\"",
+    spdlog::warn("event=event_failed lease={}/{} action={} error={} next=\"drop it; try the next\"",
                  options_.lease_namespace, options_.lease_name, record.action,
                  LogValue(status.ToString()));
   }
