@@ -1,7 +1,7 @@
 # baton, the leader-election sidecar, as a container image.
 #
 #   docker build --build-arg BATON_COMMIT=$(git rev-parse HEAD) \
-#     -t registry.example.com/baton:0.2.0 .
+#     -t ghcr.io/baton-sidecar/baton:0.2.0 .
 #
 # Stage 1 builds on Debian 12 with exactly the packages and commands the
 # project's scripts use (scripts/lib.sh, README "Building"), so the image

@@ -9,6 +9,8 @@
 #     caps what it can measure)
 #   * WatchLeadership fan-out with api_bench_client: 1,000 streams, then
 #     handovers; latency from publish to receipt on every stream
+#   * the same for GET /leader/watch (Server-Sent Events): 1,000 streams,
+#     one connection each, and the same handovers
 #   * the server's RSS when idle (before any load) and after the load
 # and prints a table next to the targets. Also prints the server's CPU time
 # per request, which stays meaningful when the machine is busy with other
@@ -107,6 +109,10 @@ unary_cpu=$(awk -v c=$((cpu1 - cpu0)) -v n="$(field "$work/unary.txt" calls)" 'B
 log "WatchLeadership fan-out: $WATCHERS streams, $HANDOVERS handovers"
 "$BATON_BUILD/bin/api_bench_client" --target="127.0.0.1:$grpc_port" --watchers="$WATCHERS" \
   --handovers="$HANDOVERS" >"$work/fanout.txt"
+
+log "GET /leader/watch fan-out: $WATCHERS SSE streams, $HANDOVERS handovers"
+"$BATON_BUILD/bin/api_bench_client" --mode=sse --http_target="127.0.0.1:$http_port" \
+  --target="127.0.0.1:$grpc_port" --watchers="$WATCHERS" --handovers="$HANDOVERS" >"$work/sse.txt"
 loaded_rss=$(rss_kb)
 
 printf '\n'
@@ -127,5 +133,9 @@ printf '%-44s %-28s %s\n' "fan-out: $WATCHERS streams all notified (ms)" \
   "p50 $(field "$work/fanout.txt" all_notified_p50_ms), max $(field "$work/fanout.txt" all_notified_max_ms)" "<= 20"
 printf '%-44s %-28s %s\n' "fan-out: per-stream latency p50 / p99 (ms)" \
   "$(field "$work/fanout.txt" stream_p50_ms) / $(field "$work/fanout.txt" stream_p99_ms)" ""
+printf '%-44s %-28s %s\n' "SSE fan-out: $WATCHERS streams all told (ms)" \
+  "p50 $(field "$work/sse.txt" all_notified_p50_ms), p99 $(field "$work/sse.txt" all_notified_p99_ms), max $(field "$work/sse.txt" all_notified_max_ms)" "<= 20"
+printf '%-44s %-28s %s\n' "SSE fan-out: per-stream latency p50 / p99 (ms)" \
+  "$(field "$work/sse.txt" stream_p50_ms) / $(field "$work/sse.txt" stream_p99_ms)" ""
 printf '%-44s %-28s %s\n' "server RSS idle / after load (MB)" \
   "$(awk -v a="$idle_rss" -v b="$loaded_rss" 'BEGIN{printf "%.1f / %.1f", a/1024, b/1024}')" "< 15 idle"

@@ -91,9 +91,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     const bool head = parser.get().method() == http::verb::head;
-    baton::HttpRouter::Response response = router.Handle(parser.get());
-    CheckWireForm(response, head);
-    if (!response.keep_alive()) break;
+    baton::HttpRouter::Reply reply = router.Handle(parser.get());
+    if (reply.stream) {
+      // An event stream's head: the connection is the stream's from here.
+      FUZZ_CHECK(reply.response.result() == http::status::ok && !reply.response.keep_alive());
+      break;
+    }
+    CheckWireForm(reply.response, head);
+    if (!reply.response.keep_alive()) break;
   }
   return 0;
 }

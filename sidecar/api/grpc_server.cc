@@ -24,11 +24,11 @@ int Millis(absl::Duration d) {
 
 GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
     : options_(std::move(options)),
-      context_(context),
       service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval,
                                             options_.fanout_threads},
                context),
-      health_(options_.max_health_watchers, context) {}
+      health_(options_.max_health_watchers, context),
+      refresher_(context, options_.refresh_interval, [this] { return RefreshAll(); }) {}
 
 GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }
 
@@ -62,11 +62,7 @@ absl::Status GrpcServer::Start() {
         absl::StrCat("gRPC server could not listen on ", options_.address));
   }
   port_ = selected_port;
-  subscription_ = context_->publisher->Subscribe([this](const LeadershipPublisher::Versioned&) {
-    absl::MutexLock lock(&mu_);
-    wake_ = true;
-  });
-  refresh_thread_ = std::thread([this] { RefreshLoop(); });
+  refresher_.Start();
   spdlog::info("event=grpc_listening addr={} port={}", options_.address, selected_port);
   return absl::OkStatus();
 }
@@ -76,24 +72,7 @@ int GrpcServer::port() const { return port_; }
 absl::Duration GrpcServer::RefreshAll() {
   const absl::Duration next_heartbeat = service_.Refresh();
   health_.Refresh();
-  // Wake when the current guarantee runs out: is_leader turns false then
-  // with no publish at all.
-  const Leadership snapshot = context_->publisher->Current().leadership;
-  const MonoTime now = context_->clock->Monotonic();
-  const absl::Duration guarantee_left =
-      snapshot.IsLeader(now) ? snapshot.leader_until - now : absl::InfiniteDuration();
-  return std::min({options_.refresh_interval, next_heartbeat, guarantee_left});
-}
-
-void GrpcServer::RefreshLoop() {
-  for (;;) {
-    const absl::Duration wait = RefreshAll();
-    absl::MutexLock lock(&mu_);
-    auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wake_ || stop_; };
-    mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
-    if (stop_) return;
-    wake_ = false;
-  }
+  return next_heartbeat;
 }
 
 void GrpcServer::Shutdown(absl::Time deadline) {
@@ -102,12 +81,7 @@ void GrpcServer::Shutdown(absl::Time deadline) {
   shut_down_ = true;
   if (server_ == nullptr) return;
 
-  context_->publisher->Unsubscribe(subscription_);
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  refresh_thread_.join();
+  refresher_.Stop();
   // The last word on every stream is the latest state (stepping_down on an
   // orderly shutdown; NOT_SERVING for health), then OK.
   health_.BeginShutdown();

@@ -2,14 +2,11 @@
 // (LeaderElectionService) and the standard grpc.health.v1.Health service
 // (HealthService: "leader", "" and "ready", each computed when asked).
 //
-// The watch streams of both services are driven by a refresh thread owned by
-// the server. It wakes when the published snapshot changes (it subscribes to
-// the LeadershipPublisher; the subscription callback only sets a flag, never
-// blocks the election loop), when the current leadership guarantee runs out,
-// when a watcher's heartbeat is due, and at least every refresh_interval
-// (which is how health Watch streams of "" and "ready" notice the daemon's
-// hooks change). Each wake looks at the state at that moment and sends every
-// stream what it is owed.
+// The watch streams of both services are driven by a WatchRefresher owned by
+// the server (watch_refresher.h): it wakes when the published snapshot
+// changes, when the current leadership guarantee runs out, when a watcher's
+// heartbeat is due, and at least every refresh_interval (which is how health
+// Watch streams of "" and "ready" notice the daemon's hooks change).
 //
 // Limits, all from GrpcServerOptions: watch streams per service, request
 // size, concurrent streams per connection, a memory quota for all
@@ -26,7 +23,6 @@
 #include <cstddef>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -36,6 +32,7 @@
 #include "sidecar/api/api_context.h"
 #include "sidecar/api/health_service.h"
 #include "sidecar/api/leader_election_service.h"
+#include "sidecar/api/watch_refresher.h"
 
 namespace baton {
 
@@ -52,7 +49,7 @@ struct GrpcServerOptions {
   // Threads that start the writes of a large fan-out in parallel (see
   // LeaderElectionServiceOptions::fanout_threads).
   int fanout_threads = 2;
-  // The refresh thread looks at the state at least this often, even with no
+  // The refresher looks at the state at least this often, even with no
   // change published.
   absl::Duration refresh_interval = absl::Seconds(1);
   // Requests are empty, a Duration or a short name; anything bigger is
@@ -102,26 +99,19 @@ class GrpcServer {
   void Shutdown(absl::Time deadline);
 
  private:
-  void RefreshLoop();
-  // Refreshes every watch stream; returns how long the refresh thread may
-  // sleep before the next one is due.
+  // Refreshes every watch stream; returns how long until the next heartbeat
+  // is due.
   absl::Duration RefreshAll();
 
   const GrpcServerOptions options_;
-  const ApiContext* const context_;
   LeaderElectionService service_;
   HealthService health_;
   std::unique_ptr<grpc::Server> server_;
   std::atomic<int> port_{0};
-  int subscription_ = 0;
-  std::thread refresh_thread_;
+  WatchRefresher refresher_;
 
   absl::Mutex shutdown_mu_;
   bool shut_down_ ABSL_GUARDED_BY(shutdown_mu_) = false;
-
-  absl::Mutex mu_;
-  bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace baton

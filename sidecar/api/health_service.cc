@@ -3,6 +3,8 @@
 #include <string_view>
 #include <utility>
 
+#include "sidecar/api/grpc_watch_reactor.h"
+
 namespace baton {
 namespace {
 
@@ -18,8 +20,7 @@ HealthService::Status Serving(bool serving) {
 HealthService::HealthService(int max_watchers, const ApiContext* context)
     : context_(context),
       source_(this),
-      watches_(WatchStreamsOptions{.max_streams = max_watchers, .method = kWatch}, &source_,
-               context->metrics) {}
+      watches_(WatchStreamsOptions{.max_streams = max_watchers}, &source_, context->metrics) {}
 
 std::optional<size_t> HealthService::IndexOf(const std::string& service) {
   static constexpr std::array<std::string_view, kServices> kNames = {"", kHealthServiceReady,
@@ -82,7 +83,8 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* cont
 
 grpc::ServerWriteReactor<HealthService::Response>* HealthService::Watch(
     grpc::CallbackServerContext*, const grpc::health::v1::HealthCheckRequest* request) {
-  return watches_.Open(request->service(), absl::ZeroDuration());
+  return GrpcWatchReactor<WatchSource>::Open(&watches_, request->service(), absl::ZeroDuration(),
+                                             absl::OkStatus(), kWatch, context_->metrics);
 }
 
 }  // namespace baton

@@ -23,6 +23,7 @@ using Request = HttpRouter::Request;
 using Response = HttpRouter::Response;
 
 constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kEventStream = "text/event-stream";
 constexpr std::string_view kText = "text/plain; charset=utf-8";
 constexpr std::string_view kServer = "baton";
 
@@ -123,6 +124,20 @@ absl::StatusOr<std::string_view> OptionalClientId(std::string_view target) {
   return **id;
 }
 
+// The optional heartbeat of GET /leader/watch: a positive duration as absl
+// (and Go) print them ("15s", "500ms", "1m30s").
+absl::StatusOr<std::optional<absl::Duration>> OptionalHeartbeat(std::string_view target) {
+  absl::StatusOr<std::optional<std::string_view>> text = QueryParam(target, "heartbeat");
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return std::nullopt;
+  absl::Duration heartbeat;
+  if (!absl::ParseDuration(absl::string_view((*text)->data(), (*text)->size()), &heartbeat) ||
+      heartbeat <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("heartbeat must be a positive duration such as 5s");
+  }
+  return heartbeat;
+}
+
 // A fencing token as a query parameter: a non-negative decimal int32.
 absl::StatusOr<int32_t> ParseFencingToken(std::optional<std::string_view> text) {
   if (!text) return absl::InvalidArgumentError("fencing_token is required");
@@ -143,16 +158,19 @@ struct HttpRouter::Route {
   http::verb method;  // GET routes also answer HEAD
   Response (HttpRouter::*handler)(const Request&) const;
   bool probe_or_metrics;  // also served by HttpRoutes::kProbesAndMetrics
+  // Instead of `handler`, for a route that answers with an event stream.
+  Reply (HttpRouter::*stream_handler)(const Request&) const = nullptr;
 };
 
 HttpRouter::HttpRouter(HttpRoutes routes, absl::Duration leader_cache_window,
                        const ApiContext* context)
     : routes_(routes), leader_cache_window_(leader_cache_window), context_(context) {}
 
-Response HttpRouter::Handle(const Request& request) const {
+HttpRouter::Reply HttpRouter::Handle(const Request& request) const {
   static constexpr std::array kRoutes = {
       Route{"/", http::verb::get, &HttpRouter::GetLeaderElectorName, false},
       Route{"/leader", http::verb::get, &HttpRouter::GetLeader, false},
+      Route{"/leader/watch", http::verb::get, nullptr, false, &HttpRouter::GetLeaderWatch},
       Route{"/readyz/leader", http::verb::get, &HttpRouter::GetReadyzLeader, true},
       Route{"/healthz", http::verb::get, &HttpRouter::GetHealthz, true},
       Route{"/readyz", http::verb::get, &HttpRouter::GetReadyz, true},
@@ -169,23 +187,34 @@ Response HttpRouter::Handle(const Request& request) const {
     }
   }
 
-  Response res;
+  Reply reply;
+  Response& res = reply.response;
   const bool head = request.method() == http::verb::head;
+  bool stream_head = false;
   if (route == nullptr) {
     res = Text(http::status::not_found, "not found", request.version());
   } else if (request.method() == route->method || (head && route->method == http::verb::get)) {
-    res = (this->*route->handler)(request);
+    if (route->stream_handler != nullptr) {
+      reply = (this->*route->stream_handler)(request);
+      stream_head = res.result() == http::status::ok;
+    } else {
+      res = (this->*route->handler)(request);
+    }
   } else {
     res = Text(http::status::method_not_allowed, "method not allowed", request.version());
     res.set(http::field::allow, route->method == http::verb::get ? "GET, HEAD" : "POST");
   }
-  res.keep_alive(request.keep_alive());
-  res.prepare_payload();
+  if (!stream_head) {
+    res.keep_alive(request.keep_alive());
+    res.prepare_payload();
+  }
   // HEAD: the GET answer's headers, Content-Length included, without a body.
   if (head) res.body().clear();
-  context_->metrics->ObserveHttpRequest(route ? route->path : "other",
-                                        static_cast<int>(res.result_int()));
-  return res;
+  if (!reply.stream) {
+    context_->metrics->ObserveHttpRequest(route ? route->path : "other",
+                                          static_cast<int>(res.result_int()));
+  }
+  return reply;
 }
 
 Response HttpRouter::GetLeaderElectorName(const Request& request) const {
@@ -210,6 +239,28 @@ Response HttpRouter::GetLeader(const Request& request) const {
                       request.version());
 }
 
+HttpRouter::Reply HttpRouter::GetLeaderWatch(const Request& request) const {
+  const unsigned version = request.version();
+  absl::StatusOr<std::string_view> client_id = OptionalClientId(request.target());
+  if (!client_id.ok()) {
+    return {Text(http::status::bad_request, client_id.status().message(), version), std::nullopt};
+  }
+  absl::StatusOr<std::optional<absl::Duration>> heartbeat = OptionalHeartbeat(request.target());
+  if (!heartbeat.ok()) {
+    return {Text(http::status::bad_request, heartbeat.status().message(), version), std::nullopt};
+  }
+  // The stream ends only with the connection (shutdown, or the client
+  // leaving), so the head says so; HTTP/1.0 has no chunks and reads the
+  // body until the connection closes.
+  Reply reply{MakeResponse(http::status::ok, kEventStream, "", version), std::nullopt};
+  reply.response.keep_alive(false);
+  if (request.method() == http::verb::get) {
+    reply.response.chunked(version >= 11);
+    reply.stream = EventStream{std::string(*client_id), *heartbeat};
+  }
+  return reply;
+}
+
 std::string HttpRouter::LeaderJson(std::string_view client_id, MonoTime now) const {
   // Answer records the promise whatever body is served: a cached body that
   // says leader was evaluated at the end of its window, so it is leader at
@@ -222,9 +273,7 @@ std::string HttpRouter::LeaderJson(std::string_view client_id, MonoTime now) con
     }
   }
   const MonoTime until = now + leader_cache_window_;
-  v1::Leadership message;
-  LeadershipToProto(current.leadership, until, &message);
-  std::string body = ToJson(message) + "\n";
+  std::string body = LeadershipJson(current.leadership, until) + "\n";
   absl::MutexLock lock(&cache_mu_);
   cache_ = CachedLeaderJson{current.version, now, until, body};
   return body;

@@ -16,6 +16,13 @@
 //                        ?client_id=ID a leader answer is a promise to ID
 //                        (LeadershipPublisher::Answer); 400 with a short
 //                        reason if ID is not 1-64 chars of [A-Za-z0-9._-].
+//   GET  /leader/watch   an event stream (text/event-stream; sse_leadership.h):
+//                        the Leadership JSON at once, then at every change.
+//                        ?client_id=ID as for GET /leader; ?heartbeat=DUR
+//                        (e.g. 5s) asks for the state again after that long
+//                        without an event (a state heartbeat); 400
+//                        for a malformed one. Handle only answers the
+//                        stream's head; HttpServer runs the stream.
 //   GET  /readyz/leader  200 while this pod leads, 503 otherwise.
 //   GET  /healthz        liveness: 200 "ok" or 503 with a one-line reason.
 //   GET  /readyz         readiness: 200 "ok" or 503 with a one-line reason.
@@ -29,7 +36,7 @@
 // HttpRoutes::kProbesAndMetrics serves only /metrics, /healthz, /readyz and
 // /readyz/leader: the read-only endpoints the kubelet and Prometheus need on
 // the Pod IP (a kubelet probe cannot reach 127.0.0.1), without exposing
-// /leader, /, /resign or /leader/ack beyond the Pod.
+// /leader, /leader/watch, /, /resign or /leader/ack beyond the Pod.
 //
 // Every answer is computed from the snapshot and the clock at the moment of
 // the request and carries Cache-Control: no-store. The one exception is the
@@ -42,6 +49,7 @@
 #define BATON_SIDECAR_API_HTTP_ROUTER_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -68,14 +76,33 @@ class HttpRouter {
   using Request = boost::beast::http::request<boost::beast::http::string_body>;
   using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
+  // What GET /leader/watch asks to watch.
+  struct EventStream {
+    std::string client_id;                    // empty: anonymous
+    std::optional<absl::Duration> heartbeat;  // ?heartbeat=, positive
+  };
+
+  // The answer to one request: a complete response, or the head of an event
+  // stream and what the stream watches.
+  struct Reply {
+    // Ready to send: status, headers, body and Content-Length set; keep-alive
+    // as the request asks; body left empty (with the full Content-Length)
+    // for HEAD. For a stream: status 200, Content-Type text/event-stream,
+    // chunked for HTTP/1.1, no Content-Length, Connection: close.
+    Response response;
+    // Set for GET /leader/watch (not HEAD): the caller streams the events
+    // after the head. Not recorded in the metrics: whether the stream is
+    // admitted is for the caller to say.
+    std::optional<EventStream> stream;
+  };
+
   // `context` must outlive the router. `leader_cache_window` zero: GET /leader
   // renders every answer afresh.
   HttpRouter(HttpRoutes routes, absl::Duration leader_cache_window, const ApiContext* context);
 
-  // The response to `request`, ready to send: status, headers, body and
-  // Content-Length set; keep-alive as the request asks; body left empty (with
-  // the full Content-Length) for HEAD. Records the request in the metrics.
-  Response Handle(const Request& request) const;
+  // The answer to `request`. Records the request in the metrics unless it
+  // opens a stream.
+  Reply Handle(const Request& request) const;
 
   // A short plain-text error response ("<reason>\n") for a request that could
   // not be read (400, 408, 413, 431, ...). Always closes the connection.
@@ -87,6 +114,7 @@ class HttpRouter {
 
   Response GetLeaderElectorName(const Request& request) const;
   Response GetLeader(const Request& request) const;
+  Reply GetLeaderWatch(const Request& request) const;
   Response GetReadyzLeader(const Request& request) const;
   Response GetHealthz(const Request& request) const;
   Response GetReadyz(const Request& request) const;

@@ -28,7 +28,7 @@ class HttpRouterTest : public ::testing::Test {
   HttpRouter::Response Handle(http::verb method, const std::string& target,
                               HttpRoutes routes = HttpRoutes::kApi) {
     const HttpRouter router(routes, absl::Milliseconds(1), &env_.context);
-    return router.Handle(HttpRouter::Request(method, target, 11));
+    return router.Handle(HttpRouter::Request(method, target, 11)).response;
   }
   HttpRouter::Response Get(const std::string& target) { return Handle(http::verb::get, target); }
   HttpRouter::Response Post(const std::string& target) { return Handle(http::verb::post, target); }

@@ -1,10 +1,14 @@
 #include "sidecar/api/http_server.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
 #include <optional>
+#include <sstream>
+#include <string_view>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -14,6 +18,7 @@
 #include "boost/asio/ip/address.hpp"
 #include "boost/asio/post.hpp"
 #include "boost/asio/strand.hpp"
+#include "boost/asio/write.hpp"
 #include "boost/beast/core/basic_stream.hpp"
 #include "boost/beast/core/bind_handler.hpp"
 #include "boost/beast/core/error.hpp"
@@ -76,12 +81,19 @@ absl::Status ParseAddress(const std::string& address, net::ip::address* ip, uint
 
 // One connection. All its work runs on its own strand (the socket's executor);
 // the server thread that admits or drains it only posts to that strand.
-class HttpServer::Session : public std::enable_shared_from_this<Session> {
+//
+// After GET /leader/watch the connection is an event stream for the rest of
+// its life: a Stream of the server's SseLeadershipStreams, which calls Send
+// and End from any thread; both only post to the strand. While registered
+// there the session keeps itself alive (stream_self_).
+class HttpServer::Session final : public std::enable_shared_from_this<Session>,
+                                  public SseLeadershipStreams::Stream {
  public:
   Session(HttpServer* server, Socket socket)
       : server_(server),
         options_(server->options_),
         stream_(std::move(socket)),
+        timer_(stream_.get_executor()),
         buffer_(options_.max_header_bytes + options_.max_body_bytes),
         waiting_since_(SteadyNowNanos()) {
     server_->context_->metrics->AddHttpConnections(1);
@@ -90,6 +102,14 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   ~Session() {
     server_->context_->metrics->AddHttpConnections(-1);
     server_->Forget(this);
+  }
+
+  // Shutdown, once no thread runs the event loop any more: lets go of an
+  // event stream that did not end by the deadline.
+  void Abandon() {
+    if (stream_self_ == nullptr) return;
+    Done();
+    stream_self_.reset();
   }
 
   void Start() {
@@ -156,7 +176,9 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
                                                      static_cast<int>(response_.result_int()));
       return Write();
     }
-    response_ = server_->router_.Handle(parser_->get());
+    HttpRouter::Reply reply = server_->router_.Handle(parser_->get());
+    if (reply.stream) return OpenStream(std::move(reply));
+    response_ = std::move(reply.response);
     if (draining_) response_.keep_alive(false);
     Write();
   }
@@ -193,12 +215,162 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
 
   void CloseNow() {
     idle_ = false;
+    timer_.cancel();
     stream_.close();
   }
+
+  // --- The event stream (GET /leader/watch), all on the strand unless said.
+
+  void OpenStream(HttpRouter::Reply reply) {
+    if (!server_->SetStreaming(this, true)) return CloseNow();  // evicted meanwhile
+    stream_head_ = HeadBytes(reply.response);
+    chunked_ = reply.response.chunked();
+    version_ = reply.response.version();
+    heartbeat_ = ToChrono(server_->WatchHeartbeat(reply.stream->heartbeat));
+    stream_self_ = shared_from_this();
+    // ?heartbeat= asks for the state itself at that interval, a fresh promise
+    // while leading, as WatchLeadership's heartbeat_interval does; without it
+    // only the comment fills the silence.
+    const absl::Duration state_heartbeat = reply.stream->heartbeat
+                                               ? server_->WatchHeartbeat(reply.stream->heartbeat)
+                                               : absl::ZeroDuration();
+    // Sends the first event or refuses the stream, both through the strand.
+    server_->watches_->Open(this, std::move(reply.stream->client_id), state_heartbeat);
+  }
+
+  // Any thread.
+  void Send(const std::string& event) override {
+    net::post(stream_.get_executor(), [self = shared_from_this(), &event] {
+      self->pending_event_ = &event;
+      self->WriteStream();
+    });
+  }
+
+  // Any thread.
+  void End(const absl::Status& status) override {
+    net::post(stream_.get_executor(), [self = shared_from_this(), status] {
+      self->stream_end_ = status;
+      self->WriteStream();
+    });
+  }
+
+  // The head as it goes on the wire, status line to blank line.
+  static std::string HeadBytes(const HttpRouter::Response& head) {
+    std::ostringstream out;
+    out << head.base();
+    return std::move(out).str();
+  }
+
+  // `data` framed as the next piece of the body.
+  void AppendBody(std::string_view data) {
+    if (chunked_) absl::StrAppend(&stream_out_, absl::Hex(data.size()), "\r\n");
+    stream_out_.append(data);
+    if (chunked_) stream_out_ += "\r\n";
+  }
+
+  // Starts whatever the stream has to write next, unless a write is on the
+  // socket: the pending event, else the end.
+  void WriteStream() {
+    if (stream_writing_) return;
+    if (pending_event_ != nullptr) {
+      stream_out_.clear();
+      if (!head_sent_) {
+        head_sent_ = true;
+        stream_out_ = stream_head_;
+        server_->context_->metrics->ObserveHttpRequest(kWatchRoute, 200);
+        // Only now: until the head is out, the socket may still carry the
+        // 503 of a refusal, read by Linger.
+        ReadWhileStreaming();
+      }
+      AppendBody(*pending_event_);
+      pending_event_ = nullptr;
+      return StartStreamWrite(/*carries_event=*/true);
+    }
+    if (stream_end_) EndStream();
+  }
+
+  void EndStream() {
+    const absl::Status status = *std::exchange(stream_end_, std::nullopt);
+    // From here the streams no longer reach this session.
+    Done();
+    std::shared_ptr<Session> self = std::exchange(stream_self_, nullptr);
+    if (!head_sent_) {
+      // Refused (at the limit, or shutting down): an ordinary error answer.
+      server_->SetStreaming(this, false);
+      server_->context_->metrics->ObserveHttpRequest(kWatchRoute, 503);
+      response_ = HttpRouter::Error(http::status::service_unavailable, status.message(), version_);
+      return Write();
+    }
+    if (!status.ok() || stream_broken_) return CloseNow();
+    // Shutdown: the last chunk, then close as after any final answer.
+    stream_ending_ = true;
+    stream_out_ = chunked_ ? "0\r\n\r\n" : "";
+    StartStreamWrite(/*carries_event=*/false);
+  }
+
+  void StartStreamWrite(bool carries_event) {
+    stream_writing_ = true;
+    write_carries_event_ = carries_event;
+    stream_.expires_after(ToChrono(options_.write_timeout));
+    net::async_write(stream_, net::buffer(stream_out_),
+                     beast::bind_front_handler(&Session::OnStreamWrite, shared_from_this()));
+  }
+
+  void OnStreamWrite(error_code ec, size_t) {
+    stream_writing_ = false;
+    if (ec) {
+      stream_broken_ = true;
+      CloseNow();
+    }
+    if (stream_ending_) {
+      if (ec) return;
+      // Half-close and wait (bounded) for the client to close its side:
+      // ReadWhileStreaming closes on its EOF, the timer otherwise.
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+      timer_.expires_after(ToChrono(options_.close_linger));
+      timer_.async_wait([self = shared_from_this()](error_code wait_ec) {
+        if (!wait_ec) self->CloseNow();
+      });
+      return;
+    }
+    if (!ec) ArmHeartbeat();
+    if (std::exchange(write_carries_event_, false)) {
+      WriteDone(!ec);  // may Send or End, which post
+    } else if (ec) {
+      Cancelled();
+    }
+    WriteStream();
+  }
+
+  void ArmHeartbeat() {
+    timer_.expires_after(heartbeat_);
+    timer_.async_wait([self = shared_from_this()](error_code ec) {
+      if (ec || self->stream_writing_ || self->stream_broken_) return;
+      self->stream_out_.clear();
+      self->AppendBody(kSseHeartbeat);
+      self->StartStreamWrite(/*carries_event=*/false);
+    });
+  }
+
+  // Reads, and drops, whatever the client sends on a stream, to see it go
+  // away (EOF or reset) without waiting for a write to fail.
+  void ReadWhileStreaming() {
+    stream_.socket().async_read_some(net::buffer(discard_),
+                                     [self = shared_from_this()](error_code ec, size_t) {
+                                       if (!ec) return self->ReadWhileStreaming();
+                                       if (self->stream_ending_) return self->CloseNow();
+                                       self->stream_broken_ = true;
+                                       self->Cancelled();
+                                     });
+  }
+
+  static constexpr char kWatchRoute[] = "/leader/watch";
 
   HttpServer* const server_;
   const HttpServerOptions& options_;
   beast::basic_stream<tcp, Strand> stream_;
+  // The heartbeat, then the final linger of an event stream.
+  net::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<HttpRequestParser> parser_;
   HttpRouter::Response response_;
@@ -206,6 +378,22 @@ class HttpServer::Session : public std::enable_shared_from_this<Session> {
   // Waiting for the first byte of a request (strand only).
   bool idle_ = false;
   std::atomic<int64_t> waiting_since_;
+
+  // The event stream, strand only.
+  std::shared_ptr<Session> stream_self_;  // while registered
+  std::string stream_head_;
+  bool chunked_ = false;
+  unsigned version_ = 11;
+  std::chrono::steady_clock::duration heartbeat_{};
+  bool head_sent_ = false;
+  bool stream_writing_ = false;
+  bool write_carries_event_ = false;            // the write on the socket is an event
+  bool stream_broken_ = false;                  // a write failed or the client left
+  bool stream_ending_ = false;                  // the last chunk is being written
+  std::string stream_out_;                      // the bytes of the write on the socket
+  const std::string* pending_event_ = nullptr;  // Send()'s, alive until WriteDone
+  std::optional<absl::Status> stream_end_;      // End()'s, once
+  std::array<char, 512> discard_{};
 };
 
 HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
@@ -214,7 +402,17 @@ HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
       router_(options_.routes, options_.leader_cache_window, context),
       ioc_(options_.threads),
       acceptor_(net::make_strand(ioc_)),
-      accept_backoff_timer_(acceptor_.get_executor()) {}
+      accept_backoff_timer_(acceptor_.get_executor()) {
+  if (options_.routes != HttpRoutes::kApi) return;
+  watch_source_ = std::make_unique<SseLeadershipSource>(context, &SseLeadershipEvent);
+  // A write here only posts to the connection's strand: no fan-out threads.
+  watches_ = std::make_unique<SseLeadershipStreams>(
+      WatchStreamsOptions{.max_streams = options_.max_watchers,
+                          .min_heartbeat_interval = options_.min_watch_heartbeat},
+      watch_source_.get(), context->metrics);
+  refresher_ = std::make_unique<WatchRefresher>(context, options_.watch_refresh_interval,
+                                                [this] { return watches_->Refresh(); });
+}
 
 HttpServer::~HttpServer() { Shutdown(absl::Now()); }
 
@@ -246,6 +444,7 @@ absl::Status HttpServer::Start() {
   }
 
   net::dispatch(acceptor_.get_executor(), [this] { Accept(); });
+  if (refresher_ != nullptr) refresher_->Start();
   for (int i = 0; i < options_.threads; ++i) {
     threads_.emplace_back([this] {
       // Handlers do not throw; should one ever, log it and keep serving
@@ -267,6 +466,25 @@ absl::Status HttpServer::Start() {
 int HttpServer::port() const {
   absl::MutexLock lock(&mu_);
   return port_;
+}
+
+int HttpServer::watchers() const { return watches_ == nullptr ? 0 : watches_->size(); }
+
+absl::Duration HttpServer::WatchHeartbeat(std::optional<absl::Duration> asked) const {
+  const absl::Duration heartbeat =
+      std::min(asked.value_or(options_.watch_heartbeat), options_.watch_heartbeat);
+  return std::max(heartbeat, options_.min_watch_heartbeat);
+}
+
+bool HttpServer::SetStreaming(const Session* session, bool streaming) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return false;
+  if (it->second.streaming != streaming) {
+    it->second.streaming = streaming;
+    streaming ? ++streaming_ : --streaming_;
+  }
+  return true;
 }
 
 void HttpServer::Accept() {
@@ -295,14 +513,16 @@ void HttpServer::Admit(Socket socket) {
   {
     absl::MutexLock lock(&mu_);
     if (shutting_down_) return;  // `socket` closes as it goes out of scope
-    if (sessions_.size() >= static_cast<size_t>(options_.max_connections)) {
+    if (sessions_.size() - streaming_ >= static_cast<size_t>(options_.max_connections)) {
       // The victim leaves the table now, before its strand closes it, so
       // each eviction frees exactly one slot and no connection is picked
-      // twice. A session already being destroyed has freed its slot.
+      // twice. A session already being destroyed has freed its slot. Event
+      // streams are never picked: they are not waiting for anything.
       const Session* victim_key = nullptr;
       int64_t oldest = 0;
-      for (const auto& [key, weak] : sessions_) {
-        std::shared_ptr<Session> candidate = weak.lock();
+      for (const auto& [key, connection] : sessions_) {
+        if (connection.streaming) continue;
+        std::shared_ptr<Session> candidate = connection.session.lock();
         if (!candidate) {
           victim_key = key;
           victim.reset();
@@ -318,7 +538,7 @@ void HttpServer::Admit(Socket socket) {
       sessions_.erase(victim_key);
     }
     session = std::make_shared<Session>(this, std::move(socket));
-    sessions_.emplace(session.get(), session);
+    sessions_.emplace(session.get(), Connection{session});
   }
   if (victim) {
     spdlog::debug("event=http_connection_evicted reason=max_connections limit={}",
@@ -330,7 +550,10 @@ void HttpServer::Admit(Socket socket) {
 
 void HttpServer::Forget(const Session* session) {
   absl::MutexLock lock(&mu_);
-  sessions_.erase(session);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  if (it->second.streaming) --streaming_;
+  sessions_.erase(it);
 }
 
 void HttpServer::Shutdown(absl::Time deadline) {
@@ -343,8 +566,8 @@ void HttpServer::Shutdown(absl::Time deadline) {
       return;
     }
     shutting_down_ = true;
-    for (const auto& [key, weak] : sessions_) {
-      if (std::shared_ptr<Session> s = weak.lock()) live.push_back(std::move(s));
+    for (const auto& [key, connection] : sessions_) {
+      if (std::shared_ptr<Session> s = connection.session.lock()) live.push_back(std::move(s));
     }
   }
   net::post(acceptor_.get_executor(), [this] {
@@ -352,6 +575,13 @@ void HttpServer::Shutdown(absl::Time deadline) {
     acceptor_.close(ignored);
     accept_backoff_timer_.cancel();
   });
+  if (refresher_ != nullptr) {
+    // The last word on every stream is the latest state (stepping down, on
+    // an orderly shutdown), then its end.
+    refresher_->Stop();
+    watches_->Refresh();
+    watches_->FinishAll();
+  }
   for (const auto& s : live) s->Drain();
   live.clear();
   {
@@ -361,6 +591,15 @@ void HttpServer::Shutdown(absl::Time deadline) {
   }
   ioc_.stop();
   for (std::thread& t : threads_) t.join();
+  // Streams that did not end by the deadline: nothing runs them any more.
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, connection] : sessions_) {
+      if (std::shared_ptr<Session> s = connection.session.lock()) live.push_back(std::move(s));
+    }
+  }
+  for (const auto& s : live) s->Abandon();
+  live.clear();
   absl::MutexLock lock(&mu_);
   stopped_ = true;
 }

@@ -24,11 +24,30 @@
 // Each connection runs on its own strand; requests on one connection are
 // answered in order (pipelining works). Errors are error_code values; no
 // exception escapes a handler.
+//
+// GET /leader/watch (HttpRoutes::kApi only) turns its connection into an
+// event stream (sse_leadership.h) for the rest of the connection's life:
+//  * the streams are SseLeadershipStreams (watch_streams.h), kept current by
+//    the server's own WatchRefresher, as the gRPC watch streams are by
+//    GrpcServer's: the same decision of what is news, the same promise
+//    recording (every leader event is LeadershipPublisher::Answer for the
+//    stream's client_id), and a slow reader gets the newest state, never a
+//    backlog;
+//  * beyond max_watchers open streams a new one gets 503 with the reason;
+//  * a stream is never evicted: once admitted it leaves max_connections (so
+//    streams cannot crowd out requests) and counts against max_watchers
+//    instead; at most max_connections + max_watchers sockets are open;
+//  * every write has write_timeout; after watch_heartbeat without a write
+//    the stream gets a heartbeat comment; while streaming the server reads
+//    (and discards) from the client only to see it go away;
+//  * Shutdown sends every stream what it is still owed, then ends it with
+//    the last chunk and closes the connection.
 #ifndef BATON_SIDECAR_API_HTTP_SERVER_H_
 #define BATON_SIDECAR_API_HTTP_SERVER_H_
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +63,8 @@
 #include "boost/asio/strand.hpp"
 #include "sidecar/api/api_context.h"
 #include "sidecar/api/http_router.h"
+#include "sidecar/api/sse_leadership.h"
+#include "sidecar/api/watch_refresher.h"
 
 namespace baton {
 
@@ -79,6 +100,16 @@ struct HttpServerOptions {
   // Pause before accepting again after accept() fails (e.g. out of file
   // descriptors), instead of spinning.
   absl::Duration accept_backoff = absl::Milliseconds(100);
+  // GET /leader/watch streams open at once (the gRPC watch's limit); beyond
+  // it: 503.
+  int max_watchers = 1024;
+  // A stream with no event for this long gets a heartbeat comment (the
+  // daemon's --sse-heartbeat). A client's ?heartbeat= may ask for less.
+  absl::Duration watch_heartbeat = absl::Seconds(15);
+  // Asked-for heartbeat intervals below this are raised to it (as gRPC's).
+  absl::Duration min_watch_heartbeat = absl::Milliseconds(100);
+  // The streams' refresher looks at the state at least this often.
+  absl::Duration watch_refresh_interval = absl::Seconds(1);
 };
 
 // Thread-safe: Start, port and Shutdown may be called from any thread, but
@@ -99,9 +130,13 @@ class HttpServer {
   // The bound port; 0 before Start succeeds.
   int port() const;
 
-  // Stops accepting, closes idle connections, lets answers being written
-  // finish (with Connection: close) until `deadline`, then closes whatever is
-  // left and joins the threads. Idempotent. Blocks until done.
+  // Open GET /leader/watch streams.
+  int watchers() const;
+
+  // Stops accepting, closes idle connections, sends every event stream what
+  // it is owed and ends it, lets answers being written finish (with
+  // Connection: close) until `deadline`, then closes whatever is left and
+  // joins the threads. Idempotent. Blocks until done.
   void Shutdown(absl::Time deadline);
 
  private:
@@ -116,13 +151,30 @@ class HttpServer {
   // Registers a new connection, evicting the longest-waiting one at the limit.
   void Admit(Socket socket);
   void Forget(const Session* session);
+  // Takes `session` out of (or back into) the connections that count against
+  // max_connections and may be evicted. False if it was evicted already.
+  bool SetStreaming(const Session* session, bool streaming);
+  // The heartbeat interval of a stream that asked for `asked`.
+  absl::Duration WatchHeartbeat(std::optional<absl::Duration> asked) const;
+
+  struct Connection {
+    std::weak_ptr<Session> session;
+    bool streaming = false;  // an event stream: not evicted, not counted
+  };
 
   const HttpServerOptions options_;
   const ApiContext* const context_;
   const HttpRouter router_;
+  // GET /leader/watch; only with HttpRoutes::kApi. Destroyed after the
+  // sessions (declared before ioc_), which unregister from it.
+  std::unique_ptr<SseLeadershipSource> watch_source_;
+  std::unique_ptr<SseLeadershipStreams> watches_;
+  std::unique_ptr<WatchRefresher> refresher_;
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<const Session*, std::weak_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<const Session*, Connection> sessions_ ABSL_GUARDED_BY(mu_);
+  // Entries of sessions_ that are streaming.
+  size_t streaming_ ABSL_GUARDED_BY(mu_) = 0;
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   int port_ ABSL_GUARDED_BY(mu_) = 0;

@@ -4,13 +4,13 @@
 #include <string_view>
 
 #include "google/protobuf/util/time_util.h"
+#include "sidecar/api/grpc_watch_reactor.h"
 #include "sidecar/api/leadership_proto.h"
 
 namespace baton {
 namespace {
 
 using Response = v1::WatchLeadershipResponse;
-using Key = LeadershipWatchSource::Key;
 
 constexpr char kGetLeadership[] = "GetLeadership";
 constexpr char kWatchLeadership[] = "WatchLeadership";
@@ -20,17 +20,6 @@ constexpr char kAcknowledgeStepDown[] = "AcknowledgeStepDown";
 // OK for an anonymous reader (empty) or a well-formed name.
 absl::Status ValidateOptionalClientId(std::string_view client_id) {
   return client_id.empty() ? absl::OkStatus() : ValidateClientId(client_id);
-}
-
-// The one mapping from absl to gRPC status on this boundary: the numeric
-// codes are defined to be identical.
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
-Key KeyOf(const Leadership& l, MonoTime now) {
-  return Key{l.IsLeader(now), l.stepping_down,   l.observed,
-             l.fencing_token, l.holder_identity, l.lease_uid};
 }
 
 Response::Event ToProto(WatchEvent event) {
@@ -45,35 +34,22 @@ Response::Event ToProto(WatchEvent event) {
   return Response::EVENT_UNSPECIFIED;
 }
 
-}  // namespace
-
-LeadershipWatchSource::Round::Round(const ApiContext* context)
-    : context_(context),
-      now_(context->clock->Monotonic()),
-      probe_(KeyOf(context->publisher->Current().leadership, now_)) {}
-
-WatchAnswer<Response, Key> LeadershipWatchSource::Round::Answer(
-    const std::string& client_id, absl::FunctionRef<WatchEvent(const Key&)> event_for) {
-  const LeadershipPublisher::Versioned answered = context_->publisher->Answer(client_id, now_);
-  Key key = KeyOf(answered.leadership, now_);
-  const WatchEvent event = event_for(key);
-  for (const Built& b : built_) {
-    if (b.version == answered.version && b.event == event) return {b.message, std::move(key)};
-  }
-  auto message = std::make_shared<Response>();
-  message->set_event(ToProto(event));
-  LeadershipToProto(answered.leadership, now_, message->mutable_leadership());
-  built_.push_back(Built{answered.version, event, message});
-  return {std::move(message), std::move(key)};
+// LeadershipWatchSource's format for WatchLeadership.
+Response WatchMessage(const Leadership& leadership, MonoTime now, WatchEvent event) {
+  Response message;
+  message.set_event(ToProto(event));
+  LeadershipToProto(leadership, now, message.mutable_leadership());
+  return message;
 }
+
+}  // namespace
 
 LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions options,
                                              const ApiContext* context)
     : context_(context),
-      source_(context),
+      source_(context, &WatchMessage),
       watches_(WatchStreamsOptions{options.max_watchers, options.min_heartbeat_interval,
-                                   options.fanout_threads, kWatchLeadership,
-                                   /*count_as_watchers=*/true},
+                                   options.fanout_threads, /*count_as_watchers=*/true},
                &source_, context->metrics) {}
 
 grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(
@@ -98,8 +74,9 @@ grpc::ServerWriteReactor<Response>* LeaderElectionService::WatchLeadership(
           ? absl::Nanoseconds(google::protobuf::util::TimeUtil::DurationToNanoseconds(
                 request->heartbeat_interval()))
           : absl::ZeroDuration();
-  return watches_.Open(request->client_id(), heartbeat,
-                       ToGrpcStatus(ValidateOptionalClientId(request->client_id())));
+  return GrpcWatchReactor<WatchLeadershipSource>::Open(
+      &watches_, request->client_id(), heartbeat, ValidateOptionalClientId(request->client_id()),
+      kWatchLeadership, context_->metrics);
 }
 
 grpc::ServerUnaryReactor* LeaderElectionService::Resign(grpc::CallbackServerContext* context,

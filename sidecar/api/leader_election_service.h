@@ -9,11 +9,13 @@
 // a step-down that began earlier is never contradicted. A malformed
 // client_id (not 1-64 chars of [A-Za-z0-9._-]) is INVALID_ARGUMENT.
 //
-// WatchLeadership streams are WatchStreams (watch_streams.h), driven by the
-// owner (GrpcServer) through Refresh(): a stream is sent the current state
-// when its holder, fencing token, is_leader, stepping_down, observed or Lease
-// uid differs from its last message, plus heartbeats if it asked for them.
-// Renew-only changes (renew_time) are not sent.
+// WatchLeadership streams are WatchStreams (watch_streams.h) of a
+// LeadershipWatchSource (leadership_watch_source.h), driven by the owner
+// (GrpcServer) through Refresh(): a stream is sent the current state when its
+// holder, fencing token, is_leader, stepping_down, observed or Lease uid
+// differs from its last message, plus heartbeats if it asked for them.
+// Renew-only changes (renew_time) are not sent. GET /leader/watch decides
+// what is news with the same source.
 //
 // is_leader can turn false with time alone (the renew deadline passes with no
 // new snapshot). Streams see that because (a) the election loop publishes a
@@ -25,14 +27,10 @@
 #ifndef BATON_SIDECAR_API_LEADER_ELECTION_SERVICE_H_
 #define BATON_SIDECAR_API_LEADER_ELECTION_SERVICE_H_
 
-#include <cstdint>
-#include <string>
-#include <vector>
-
-#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "sidecar/api/api_context.h"
+#include "sidecar/api/leadership_watch_source.h"
 #include "sidecar/api/watch_streams.h"
 
 namespace baton {
@@ -48,54 +46,8 @@ struct LeaderElectionServiceOptions {
   int fanout_threads = 2;
 };
 
-// What WatchLeadership streams watch (a WatchStreams Source): the published
-// snapshot. A stream's param is its client_id.
-class LeadershipWatchSource {
- public:
-  using Response = v1::WatchLeadershipResponse;
-
-  // What a watcher is told about when it changes.
-  struct Key {
-    bool is_leader = false;
-    bool stepping_down = false;
-    bool observed = false;
-    int64_t fencing_token = 0;
-    std::string holder_identity;
-    std::string lease_uid;
-    friend bool operator==(const Key&, const Key&) = default;
-  };
-
-  // The snapshot at one instant. Every stream answered from one Round gets
-  // its own LeadershipPublisher::Answer (it names that stream's reader), but
-  // streams answered from the same snapshot version with the same event
-  // share one message.
-  class Round {
-   public:
-    explicit Round(const ApiContext* context);
-    // What any stream would be told now; promises nothing.
-    const Key& Probe(const std::string& client_id) const { return probe_; }
-    WatchAnswer<Response, Key> Answer(const std::string& client_id,
-                                      absl::FunctionRef<WatchEvent(const Key&)> event_for);
-
-   private:
-    struct Built {
-      uint64_t version;
-      WatchEvent event;
-      std::shared_ptr<const Response> message;
-    };
-    const ApiContext* const context_;
-    const MonoTime now_;
-    const Key probe_;
-    std::vector<Built> built_;
-  };
-
-  // `context` must outlive the source.
-  explicit LeadershipWatchSource(const ApiContext* context) : context_(context) {}
-  Round NewRound() const { return Round(context_); }
-
- private:
-  const ApiContext* const context_;
-};
+// What WatchLeadership streams watch; a stream's param is its client_id.
+using WatchLeadershipSource = LeadershipWatchSource<v1::WatchLeadershipResponse>;
 
 // Thread-safe. The RPC handlers are called by grpc++; Refresh and FinishAll
 // by the owner from any thread. The owner must shut the grpc::Server down
@@ -131,8 +83,8 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
 
  private:
   const ApiContext* const context_;
-  const LeadershipWatchSource source_;
-  WatchStreams<LeadershipWatchSource> watches_;
+  const WatchLeadershipSource source_;
+  WatchStreams<WatchLeadershipSource> watches_;
 };
 
 }  // namespace baton

@@ -72,4 +72,10 @@ std::string ToJson(const google::protobuf::Message& message) {
   return json;
 }
 
+std::string LeadershipJson(const Leadership& snapshot, MonoTime at) {
+  v1::Leadership message;
+  LeadershipToProto(snapshot, at, &message);
+  return ToJson(message);
+}
+
 }  // namespace baton

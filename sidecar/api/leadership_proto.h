@@ -37,6 +37,11 @@ void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* 
 // newline.
 std::string ToJson(const google::protobuf::Message& message);
 
+// ToJson of the baton.v1.Leadership of `snapshot` evaluated at `at`: the
+// Leadership JSON that GET /leader (plus a newline) and every event of
+// GET /leader/watch carry. One line.
+std::string LeadershipJson(const Leadership& snapshot, MonoTime at);
+
 }  // namespace baton
 
 #endif  // BATON_SIDECAR_API_LEADERSHIP_PROTO_H_

@@ -1,13 +1,15 @@
 // The local API of real baton processes campaigning on the real control
 // plane, seen the way an application sees it: gRPC watchers through a kill
-// and a Resign, /readyz/leader and leader_election_master_status flipping on
-// handover, and a leader that keeps leading while its API is abused.
+// and a Resign, GET /leader/watch through handovers and a SIGTERM,
+// /readyz/leader and leader_election_master_status flipping on handover, and
+// a leader that keeps leading while its API is abused.
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -25,6 +27,7 @@
 #include "grpcpp/security/credentials.h"
 #include "gtest/gtest.h"
 #include "sidecar/api/testing/raw_http_client.h"
+#include "sidecar/api/testing/sse_client.h"
 #include "tests/support/controlplane.h"
 
 extern char** environ;
@@ -35,6 +38,8 @@ namespace {
 using testing::Get;
 using testing::HttpResponse;
 using testing::RawHttpConnection;
+using testing::SseClient;
+using testing::SseEvent;
 using Event = v1::WatchLeadershipResponse::Event;
 
 constexpr absl::Duration kLeaseDuration = absl::Seconds(2);
@@ -202,6 +207,20 @@ class Watch {
   std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader_;
 };
 
+// The Leadership JSON of the next event on `watch` that satisfies `want`,
+// and when it arrived; nullopt if the stream ends or stalls first.
+template <typename F>
+std::optional<std::pair<boost::json::object, absl::Time>> NextEventUntil(SseClient& watch, F want) {
+  while (std::optional<SseEvent> e = watch.NextEvent(absl::Seconds(10))) {
+    const absl::Time arrived = absl::Now();
+    boost::json::object l = boost::json::parse(e->data).as_object();
+    if (want(l)) return std::make_pair(std::move(l), arrived);
+  }
+  return std::nullopt;
+}
+
+bool IsLeader(const boost::json::object& l) { return l.at("isLeader").as_bool(); }
+
 class LocalApiControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -280,6 +299,86 @@ TEST_F(LocalApiControlPlaneTest, ResignHandsOverAndTheNewLeadersWatcherSeesIt) {
   EXPECT_LT(absl::Now() - resigned, kLeaseDuration);
   EXPECT_EQ(won->leadership().holder_identity(), b->identity());
   EXPECT_GT(won->leadership().fencing_token(), initial_b.leadership().fencing_token());
+}
+
+TEST_F(LocalApiControlPlaneTest, SseStreamTellsTheNewLeaderWithin20msOfEachHandover) {
+  std::unique_ptr<Sidecar> a = Start("a");
+  ASSERT_TRUE(a->WaitLeading());
+  std::unique_ptr<Sidecar> b = Start("b");
+  ASSERT_TRUE(b->WaitFollowing(*a));
+  Sidecar* leader = a.get();
+  Sidecar* follower = b.get();
+  std::vector<absl::Duration> latencies;
+  for (int round = 0; round < 4; ++round) {
+    // One application per sidecar, named, so the resigning one can
+    // acknowledge and the handover waits for no promise to lapse.
+    const std::string leader_app = "app-" + std::to_string(round % 2);
+    const std::string follower_app = "app-" + std::to_string(1 - round % 2);
+    SseClient leader_watch(leader->http_port(), "/leader/watch?client_id=" + leader_app);
+    SseClient follower_watch(follower->http_port(), "/leader/watch?client_id=" + follower_app);
+    std::optional<SseEvent> first = leader_watch.NextEvent();
+    ASSERT_TRUE(first);
+    const boost::json::object leading = boost::json::parse(first->data).as_object();
+    ASSERT_TRUE(IsLeader(leading));
+    const int64_t token = leading.at("fencingToken").as_int64();
+    ASSERT_TRUE(follower_watch.NextEvent());
+
+    ASSERT_EQ(leader->Http("/resign", 0, "POST")->result_int(), 200);
+    ASSERT_TRUE(
+        NextEventUntil(leader_watch, [](const auto& l) { return l.at("steppingDown").as_bool(); }));
+    ASSERT_EQ(
+        leader
+            ->Http(absl::StrCat("/leader/ack?client_id=", leader_app, "&fencing_token=", token), 0,
+                   "POST")
+            ->result_int(),
+        200);
+    auto won = NextEventUntil(follower_watch, IsLeader);
+    ASSERT_TRUE(won);
+    EXPECT_GT(won->first.at("fencingToken").as_int64(), token);
+    // The new leader stamped acquireTime just before its takeover write:
+    // from then until its application heard of it.
+    absl::Time acquired;
+    std::string error;
+    ASSERT_TRUE(absl::ParseTime(absl::RFC3339_full,
+                                std::string(won->first.at("acquireTime").as_string()), &acquired,
+                                &error))
+        << error;
+    latencies.push_back(won->second - acquired);
+    std::swap(leader, follower);
+  }
+  std::sort(latencies.begin(), latencies.end());
+  for (absl::Duration d : latencies) std::cerr << "handover told after " << d << "\n";
+  EXPECT_LT(latencies[latencies.size() / 2], absl::Milliseconds(20));
+}
+
+TEST_F(LocalApiControlPlaneTest, SigtermStepsTheSseStreamDownBeforeTheReleaseThenEndsIt) {
+  std::unique_ptr<Sidecar> a = Start("a");
+  ASSERT_TRUE(a->WaitLeading());
+  std::unique_ptr<Sidecar> b = Start("b");
+  ASSERT_TRUE(b->WaitFollowing(*a));
+  SseClient watch(a->http_port(), "/leader/watch?client_id=app");
+  std::optional<SseEvent> first = watch.NextEvent();
+  ASSERT_TRUE(first);
+  const boost::json::object leading = boost::json::parse(first->data).as_object();
+  ASSERT_TRUE(IsLeader(leading));
+  const int64_t token = leading.at("fencingToken").as_int64();
+
+  a->Signal(SIGTERM);
+  ASSERT_TRUE(NextEventUntil(watch, [](const auto& l) { return l.at("steppingDown").as_bool(); }));
+  // The promise made on the stream holds the release back: the Lease is
+  // still a's, as the follower sees it.
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_EQ(b->Leader().at("holderIdentity").as_string(), a->identity());
+  ASSERT_EQ(a->Http(absl::StrCat("/leader/ack?client_id=app&fencing_token=", token), 0, "POST")
+                ->result_int(),
+            200);
+  // Released (the next holder, if the stream skips to it), then the stream
+  // ends with the sidecar.
+  EXPECT_TRUE(NextEventUntil(
+      watch, [&](const auto& l) { return l.at("holderIdentity").as_string() != a->identity(); }));
+  EXPECT_TRUE(watch.WaitClosed(absl::Seconds(10)));
+  EXPECT_TRUE(watch.ended());
+  EXPECT_TRUE(b->WaitLeading());
 }
 
 TEST_F(LocalApiControlPlaneTest, LeaderKeepsLeadingAndAnsweringWhileItsApiIsAbused) {

@@ -1,19 +1,21 @@
-// WatchStreams: the open streams of one server-streaming "watch" RPC
-// (baton.v1.LeaderElection/WatchLeadership, grpc.health.v1.Health/Watch) and
-// the fan-out that keeps them current, on grpc++'s callback API, so a
-// thousand open streams cost a thousand small objects, not a thousand
-// threads.
+// WatchStreams: the open streams of one kind of "watch" (gRPC's
+// baton.v1.LeaderElection/WatchLeadership and grpc.health.v1.Health/Watch,
+// HTTP's GET /leader/watch) and the fan-out that keeps them current. It knows
+// nothing of the transport: each stream is a Stream the transport implements
+// (grpc_watch_reactor.h for gRPC's callback API, HttpServer's connections for
+// Server-Sent Events), so a thousand open streams cost a thousand small
+// objects, not a thousand threads.
 //
 // The streams are driven from outside: the owner calls Refresh() whenever
-// what they watch may have changed, and periodically. Refresh takes one look
-// at the state (a Source::Round) and decides from it, without side effects,
-// which streams are owed a message: those whose last message said something
-// else (a different Key) and those whose heartbeat is due. Only then does it
-// build those messages, each answered for its stream at that moment
-// (Round::Answer, which may record a promise), so nothing is promised to a
-// stream that is sent nothing. It never waits for a client: a stream still
-// writing is marked stale and gets the newest state when its write completes,
-// so a slow reader sees the latest state, not a backlog.
+// what they watch may have changed, and periodically (WatchRefresher).
+// Refresh takes one look at the state (a Source::Round) and decides from it,
+// without side effects, which streams are owed a message: those whose last
+// message said something else (a different Key) and those whose heartbeat is
+// due. Only then does it build those messages, each answered for its stream
+// at that moment (Round::Answer, which may record a promise), so nothing is
+// promised to a stream that is sent nothing. It never waits for a client: a
+// stream still writing is marked stale and gets the newest state when its
+// write completes, so a slow reader sees the latest state, not a backlog.
 //
 // A Source is the kind of stream:
 //
@@ -34,9 +36,9 @@
 //     Round NewRound() const;  // thread-safe; looks at the state now
 //   };
 //
-// Thread-safe. Open is called from gRPC handlers; Refresh, FinishAll and size
-// from any thread. The owner must shut the grpc::Server down (which waits for
-// every stream to end) before destroying this object.
+// Thread-safe. Open is called from the transport's handlers; Refresh,
+// FinishAll and size from any thread. The owner must let every stream end
+// (Stream::Done) before destroying this object.
 #ifndef BATON_SIDECAR_API_WATCH_STREAMS_H_
 #define BATON_SIDECAR_API_WATCH_STREAMS_H_
 
@@ -51,10 +53,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "grpcpp/support/server_callback.h"
-#include "grpcpp/support/status.h"
 #include "sidecar/api/fanout_workers.h"
 #include "sidecar/api/metrics.h"
 
@@ -75,7 +76,7 @@ struct WatchAnswer {
 };
 
 struct WatchStreamsOptions {
-  // Open streams beyond which new ones get RESOURCE_EXHAUSTED.
+  // Open streams beyond which new ones are refused (ResourceExhausted).
   int max_streams = 1024;
   // Requested heartbeat intervals below this are raised to it; heartbeats may
   // go out up to half of it early, so one Refresh serves every stream due
@@ -84,8 +85,6 @@ struct WatchStreamsOptions {
   // Threads (the caller included) that start the writes of one large fan-out
   // in parallel (FanOutWorkers).
   int fanout_threads = 1;
-  // The method label of baton_grpc_requests_total for these streams.
-  const char* method = "";
   // Whether these streams count in the baton_grpc_watchers gauge.
   bool count_as_watchers = false;
 };
@@ -97,115 +96,105 @@ class WatchStreams {
   using Key = typename Source::Key;
   using Answer = WatchAnswer<Response, Key>;
 
-  // `source` and `metrics` must outlive this object.
-  WatchStreams(WatchStreamsOptions options, const Source* source, Metrics* metrics)
-      : options_(options),
-        source_(source),
-        metrics_(metrics),
-        fanout_(options_.fanout_threads, kMinParallelWrites) {}
-
-  WatchStreams(const WatchStreams&) = delete;
-  WatchStreams& operator=(const WatchStreams&) = delete;
-
-  // The reactor for a new stream of `param` that wants a heartbeat every
-  // `heartbeat` (zero: none; raised to the minimum). If `refusal` is not OK,
-  // or the limit is reached, or FinishAll has begun, the stream ends at once
-  // with the reason; otherwise it is sent its first message now.
-  grpc::ServerWriteReactor<Response>* Open(std::string param, absl::Duration heartbeat,
-                                           grpc::Status refusal = grpc::Status::OK) {
-    if (heartbeat > absl::ZeroDuration()) {
-      heartbeat = std::max(heartbeat, options_.min_heartbeat_interval);
-    }
-    auto* reactor = new Reactor(this, std::move(param), heartbeat);
-    if (refusal.ok()) refusal = Register(reactor);
-    if (!refusal.ok()) {
-      reactor->Refuse(refusal);
-    } else {
-      reactor->Begin();
-    }
-    return reactor;
-  }
-
-  // Sends every stream what it is owed now (see the file comment). Returns
-  // how long until the next heartbeat may be due (InfiniteDuration if no
-  // stream asked for heartbeats); call again by then. Never blocks on a
-  // client.
-  absl::Duration Refresh() {
-    typename Source::Round round = source_->NewRound();
-    const SteadyTime now = std::chrono::steady_clock::now();
-    SteadyTime next_due = SteadyTime::max();
-    std::vector<Reactor*> owed;
-    {
-      absl::MutexLock lock(&mu_);
-      for (Reactor* reactor : streams_) {
-        if (reactor->Prepare(round, now, &next_due)) owed.push_back(reactor);
-      }
-    }
-    std::vector<Answer> answers;
-    answers.reserve(owed.size());
-    for (Reactor* reactor : owed) answers.push_back(reactor->AnswerPrepared(round));
-    // Outside the lock: a write may complete, and even finish the stream,
-    // inline on the thread that starts it.
-    fanout_.Run(owed.size(), [&](size_t i) { owed[i]->StartPrepared(std::move(answers[i])); });
-
-    if (next_due == SteadyTime::max()) return absl::InfiniteDuration();
-    return std::max(absl::FromChrono(next_due - now), absl::ZeroDuration());
-  }
-
-  // Shutdown: refuses new streams (UNAVAILABLE) and ends every open stream
-  // with OK once the state it is owed has been written. Call Refresh() first
-  // so the latest state is among what is owed. Returns without waiting for
-  // the streams to end.
-  void FinishAll() {
-    std::vector<Reactor*> to_finish;
-    {
-      absl::MutexLock lock(&mu_);
-      finishing_ = true;
-      for (Reactor* reactor : streams_) {
-        if (reactor->Drain()) to_finish.push_back(reactor);
-      }
-    }
-    for (Reactor* reactor : to_finish) reactor->FinishNow();
-  }
-
-  // Open streams.
-  int size() const {
-    absl::MutexLock lock(&mu_);
-    return static_cast<int>(streams_.size());
-  }
-
- private:
-  using SteadyTime = std::chrono::steady_clock::time_point;
-  using SteadyDuration = std::chrono::steady_clock::duration;
-
-  // Below this many writes, waking the fan-out helpers costs more than it
-  // saves.
-  static constexpr size_t kMinParallelWrites = 64;
-
-  static SteadyDuration ToSteady(absl::Duration d) {
-    return std::chrono::duration_cast<SteadyDuration>(absl::ToChronoNanoseconds(d));
-  }
-
-  // One stream. Lifetime: created by Open, deleted in OnDone. OnDone only
-  // follows Finish, and Finish is only called once no write of ours is
-  // outstanding, so whoever holds a pending write (writing_) may safely touch
-  // the reactor without the lock of WatchStreams.
-  class Reactor final : public grpc::ServerWriteReactor<Response> {
+  // One stream, as its transport implements it. The transport derives from
+  // it, implements Send and End, hands it to Open, and reports what happens
+  // to it through WriteDone, Cancelled and Done.
+  //
+  // Contract between the two sides:
+  //  * WatchStreams calls Send and End from any thread, never with a lock of
+  //    its own held, never two at once for one stream, and never again after
+  //    End. End comes once, only when no Send is outstanding.
+  //  * The transport calls WriteDone exactly once after each Send (also when
+  //    the write failed or was abandoned), Cancelled whenever the client goes
+  //    away (any number of times, any thread), and Done once, after End, when
+  //    it has finished with the stream. It may destroy the stream once Done
+  //    returned, not before.
+  class Stream {
    public:
-    Reactor(WatchStreams* streams, std::string param, absl::Duration heartbeat)
-        : streams_(streams),
-          param_(std::move(param)),
-          heartbeat_(ToSteady(heartbeat)),
-          slack_(ToSteady(streams->options_.min_heartbeat_interval / 2)) {}
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
 
-    // Ends the stream at once with `status` (never registered).
-    void Refuse(const grpc::Status& status) {
+   protected:
+    Stream() = default;
+    ~Stream() = default;
+
+    // Sends `message`, which stays alive until WriteDone.
+    virtual void Send(const Response& message) = 0;
+    // Ends the stream: OK after FinishAll (an orderly end); otherwise the
+    // reason it is refused (nothing was sent) or why it broke (the client
+    // went away: CANCELLED, or a write failed: UNAVAILABLE).
+    virtual void End(const absl::Status& status) = 0;
+
+    // The message of the last Send is written (ok) or will never be.
+    void WriteDone(bool ok) {
       {
         absl::MutexLock lock(&mu_);
-        final_status_ = status;
+        in_flight_.reset();
+        if (!ok) Close(absl::UnavailableError("write failed"));
+      }
+      // The stream stays reserved (writing_) while the state is looked at
+      // again, outside the lock: a Round may call the daemon's hooks.
+      bool finish = false;
+      for (;;) {
+        {
+          absl::MutexLock lock(&mu_);
+          if (state_ == State::kClosing || !stale_) {
+            writing_ = false;
+            finish = ClaimFinishLocked();
+            break;
+          }
+          stale_ = false;
+        }
+        typename Source::Round round = streams_->source_->NewRound();
+        if (round.Probe(param_) == LastKey()) continue;
+        StartPrepared(round.Answer(param_, [](const Key&) { return WatchEvent::kChanged; }));
+        return;
+      }
+      if (finish) FinishNow();
+    }
+
+    // The client went away.
+    void Cancelled() {
+      bool finish;
+      {
+        absl::MutexLock lock(&mu_);
+        Close(absl::CancelledError("the client went away"));
+        finish = ClaimFinishLocked();
+      }
+      if (finish) FinishNow();
+    }
+
+    // The transport has finished with the stream (after End).
+    void Done() {
+      if (registered_) streams_->Unregister(this);
+    }
+
+   private:
+    friend class WatchStreams;
+    using SteadyTime = std::chrono::steady_clock::time_point;
+    using SteadyDuration = std::chrono::steady_clock::duration;
+
+    enum class State {
+      kOpen,      // sending changes and heartbeats
+      kDraining,  // shutdown: finish with OK once nothing is owed
+      kClosing,   // the client is gone: finish as soon as no write is pending
+    };
+
+    // Set by Open before the stream is registered, constant after.
+    void Init(WatchStreams* streams, std::string param, absl::Duration heartbeat) {
+      streams_ = streams;
+      param_ = std::move(param);
+      heartbeat_ = ToSteady(heartbeat);
+      slack_ = ToSteady(streams->options_.min_heartbeat_interval / 2);
+    }
+
+    // Ends the stream at once with `status` (never registered).
+    void Refuse(const absl::Status& status) {
+      {
+        absl::MutexLock lock(&mu_);
         finish_called_ = true;
       }
-      this->Finish(status);
+      End(status);
     }
 
     // Sends the first message. Called once, after Register succeeded.
@@ -256,7 +245,7 @@ class WatchStreams {
         last_send_ = std::chrono::steady_clock::now();
         in_flight_ = std::move(answer.message);
       }
-      this->StartWrite(message);
+      Send(*message);
     }
 
     // Shutdown: finish with OK after what is owed has been written. Returns
@@ -266,69 +255,19 @@ class WatchStreams {
       absl::MutexLock lock(&mu_);
       if (state_ == State::kOpen) {
         state_ = State::kDraining;
-        final_status_ = grpc::Status::OK;
+        final_status_ = absl::OkStatus();
       }
       return ClaimFinishLocked();
     }
 
     void FinishNow() {
-      grpc::Status status;
+      absl::Status status;
       {
         absl::MutexLock lock(&mu_);
         status = final_status_;
       }
-      this->Finish(status);
+      End(status);
     }
-
-    void OnWriteDone(bool ok) override {
-      {
-        absl::MutexLock lock(&mu_);
-        in_flight_.reset();
-        if (!ok) Close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "write failed"));
-      }
-      // The stream stays reserved (writing_) while the state is looked at
-      // again, outside the lock: a Round may call the daemon's hooks.
-      bool finish = false;
-      for (;;) {
-        {
-          absl::MutexLock lock(&mu_);
-          if (state_ == State::kClosing || !stale_) {
-            writing_ = false;
-            finish = ClaimFinishLocked();
-            break;
-          }
-          stale_ = false;
-        }
-        typename Source::Round round = streams_->source_->NewRound();
-        if (round.Probe(param_) == LastKey()) continue;
-        StartPrepared(round.Answer(param_, [](const Key&) { return WatchEvent::kChanged; }));
-        return;
-      }
-      if (finish) FinishNow();
-    }
-
-    void OnCancel() override {
-      bool finish;
-      {
-        absl::MutexLock lock(&mu_);
-        Close(grpc::Status::CANCELLED);
-        finish = ClaimFinishLocked();
-      }
-      if (finish) FinishNow();
-    }
-
-    void OnDone() override {
-      if (registered_) streams_->Unregister(this);
-      streams_->metrics_->ObserveGrpcRequest(streams_->options_.method, final_status_.error_code());
-      delete this;
-    }
-
-   private:
-    enum class State {
-      kOpen,      // sending changes and heartbeats
-      kDraining,  // shutdown: finish with OK once nothing is owed
-      kClosing,   // the client is gone: finish as soon as no write is pending
-    };
 
     Key LastKey() {
       absl::MutexLock lock(&mu_);
@@ -339,7 +278,7 @@ class WatchStreams {
       return last_send_ + heartbeat_ - slack_;
     }
 
-    void Close(grpc::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    void Close(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       if (state_ == State::kClosing) return;
       state_ = State::kClosing;
       final_status_ = std::move(status);
@@ -352,15 +291,17 @@ class WatchStreams {
       return true;
     }
 
-    WatchStreams* const streams_;
-    const std::string param_;
-    const SteadyDuration heartbeat_;  // zero: no heartbeats
-    const SteadyDuration slack_;
+    WatchStreams* streams_ = nullptr;
+    std::string param_;
+    SteadyDuration heartbeat_{};  // zero: no heartbeats
+    SteadyDuration slack_{};
+    // Read without the lock in Done, after every other call has returned.
+    bool registered_ = false;
 
     absl::Mutex mu_;
     State state_ ABSL_GUARDED_BY(mu_) = State::kOpen;
     // A write is outstanding (or, before Begin, about to be), or the stream
-    // is reserved for one: Finish waits.
+    // is reserved for one: End waits.
     bool writing_ ABSL_GUARDED_BY(mu_) = true;
     std::shared_ptr<const Response> in_flight_ ABSL_GUARDED_BY(mu_);
     // The state changed while a write was outstanding; look again after it.
@@ -370,33 +311,117 @@ class WatchStreams {
     Key last_key_ ABSL_GUARDED_BY(mu_){};
     SteadyTime last_send_ ABSL_GUARDED_BY(mu_);
     bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
-    // Read without the lock in OnDone, after every other reaction has run.
-    grpc::Status final_status_;
-    bool registered_ = false;
+    absl::Status final_status_ ABSL_GUARDED_BY(mu_);
   };
+
+  // `source` and `metrics` must outlive this object.
+  WatchStreams(WatchStreamsOptions options, const Source* source, Metrics* metrics)
+      : options_(options),
+        source_(source),
+        metrics_(metrics),
+        fanout_(options_.fanout_threads, kMinParallelWrites) {}
+
+  WatchStreams(const WatchStreams&) = delete;
+  WatchStreams& operator=(const WatchStreams&) = delete;
+
+  // Opens `stream` (not owned; alive until its Done) on `param`, with a
+  // heartbeat every `heartbeat` (zero: none; raised to the minimum). If
+  // `refusal` is not OK, or the limit is reached (ResourceExhausted), or
+  // FinishAll has begun (Unavailable), the stream is ended at once with the
+  // reason and sent nothing; otherwise it is sent its first message now.
+  void Open(Stream* stream, std::string param, absl::Duration heartbeat,
+            absl::Status refusal = absl::OkStatus()) {
+    if (heartbeat > absl::ZeroDuration()) {
+      heartbeat = std::max(heartbeat, options_.min_heartbeat_interval);
+    }
+    stream->Init(this, std::move(param), heartbeat);
+    if (refusal.ok()) refusal = Register(stream);
+    if (!refusal.ok()) {
+      stream->Refuse(refusal);
+    } else {
+      stream->Begin();
+    }
+  }
+
+  // Sends every stream what it is owed now (see the file comment). Returns
+  // how long until the next heartbeat may be due (InfiniteDuration if no
+  // stream asked for heartbeats); call again by then. Never blocks on a
+  // client.
+  absl::Duration Refresh() {
+    typename Source::Round round = source_->NewRound();
+    const SteadyTime now = std::chrono::steady_clock::now();
+    SteadyTime next_due = SteadyTime::max();
+    std::vector<Stream*> owed;
+    {
+      absl::MutexLock lock(&mu_);
+      for (Stream* stream : streams_) {
+        if (stream->Prepare(round, now, &next_due)) owed.push_back(stream);
+      }
+    }
+    std::vector<Answer> answers;
+    answers.reserve(owed.size());
+    for (Stream* stream : owed) answers.push_back(stream->AnswerPrepared(round));
+    // Outside the lock: a write may complete, and even end the stream,
+    // inline on the thread that starts it.
+    fanout_.Run(owed.size(), [&](size_t i) { owed[i]->StartPrepared(std::move(answers[i])); });
+
+    if (next_due == SteadyTime::max()) return absl::InfiniteDuration();
+    return std::max(absl::FromChrono(next_due - now), absl::ZeroDuration());
+  }
+
+  // Shutdown: refuses new streams (Unavailable) and ends every open stream
+  // with OK once the state it is owed has been written. Call Refresh() first
+  // so the latest state is among what is owed. Returns without waiting for
+  // the streams to end.
+  void FinishAll() {
+    std::vector<Stream*> to_finish;
+    {
+      absl::MutexLock lock(&mu_);
+      finishing_ = true;
+      for (Stream* stream : streams_) {
+        if (stream->Drain()) to_finish.push_back(stream);
+      }
+    }
+    for (Stream* stream : to_finish) stream->FinishNow();
+  }
+
+  // Open streams.
+  int size() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(streams_.size());
+  }
+
+ private:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+  using SteadyDuration = std::chrono::steady_clock::duration;
+
+  // Below this many writes, waking the fan-out helpers costs more than it
+  // saves.
+  static constexpr size_t kMinParallelWrites = 64;
+
+  static SteadyDuration ToSteady(absl::Duration d) {
+    return std::chrono::duration_cast<SteadyDuration>(absl::ToChronoNanoseconds(d));
+  }
 
   // Admits a new stream unless at the limit or finishing; the status to
   // refuse it with otherwise.
-  grpc::Status Register(Reactor* reactor) {
+  absl::Status Register(Stream* stream) {
     {
       absl::MutexLock lock(&mu_);
-      if (finishing_) {
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the sidecar is shutting down");
-      }
+      if (finishing_) return absl::UnavailableError("the sidecar is shutting down");
       if (streams_.size() >= static_cast<size_t>(options_.max_streams)) {
-        return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                            "too many watch streams on this sidecar");
+        return absl::ResourceExhaustedError("too many watch streams on this sidecar");
       }
-      streams_.insert(reactor);
+      streams_.insert(stream);
     }
     if (options_.count_as_watchers) metrics_->AddWatchers(1);
-    return grpc::Status::OK;
+    return absl::OkStatus();
   }
 
-  void Unregister(Reactor* reactor) {
+  void Unregister(Stream* stream) {
     {
       absl::MutexLock lock(&mu_);
-      streams_.erase(reactor);
+      streams_.erase(stream);
     }
     if (options_.count_as_watchers) metrics_->AddWatchers(-1);
   }
@@ -407,7 +432,7 @@ class WatchStreams {
   FanOutWorkers fanout_;
 
   mutable absl::Mutex mu_;
-  absl::flat_hash_set<Reactor*> streams_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<Stream*> streams_ ABSL_GUARDED_BY(mu_);
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -7,6 +7,7 @@
 #include "boost/beast/http/field.hpp"
 #include "boost/beast/http/verb.hpp"
 #include "boost/json/parse.hpp"
+#include "sidecar/common/clock.h"
 #include "sidecar/kube/string_views.h"
 
 namespace baton::kube {
@@ -44,6 +45,14 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config
   https.client_cert_pem = config.client_cert_pem;
   https.client_key_pem = config.client_key_pem;
   https.max_body_bytes = options.max_response_bytes;
+  std::unique_ptr<ExecCredentialSource> exec;
+  if (config.exec.has_value()) {
+    exec = std::make_unique<ExecCredentialSource>(config, *SystemClock());
+    absl::StatusOr<ExecCredential> cred = exec->Current();
+    if (!cred.ok()) return cred.status();
+    https.client_cert_pem = cred->client_cert_pem;
+    https.client_key_pem = cred->client_key_pem;
+  }
   // Fails fast on a bad CA or client certificate; the pool creates its own.
   if (absl::StatusOr<std::unique_ptr<HttpsClient>> probe = HttpsClient::Create(https);
       !probe.ok()) {
@@ -53,7 +62,7 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config
     return absl::InvalidArgumentError("request timeout must be positive");
   }
   auto client = std::unique_ptr<KubeClient>(
-      new KubeClient(std::move(config), std::move(options), std::move(https)));
+      new KubeClient(std::move(config), std::move(options), std::move(https), std::move(exec)));
   if (client->token_file_ != nullptr) {
     if (absl::StatusOr<std::string> token = client->token_file_->Current(); !token.ok()) {
       return token.status();
@@ -62,8 +71,12 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config
   return client;
 }
 
-KubeClient::KubeClient(RestConfig config, KubeClientOptions options, HttpsClientOptions https)
-    : config_(std::move(config)), options_(std::move(options)), https_options_(std::move(https)) {
+KubeClient::KubeClient(RestConfig config, KubeClientOptions options, HttpsClientOptions https,
+                       std::unique_ptr<ExecCredentialSource> exec)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      exec_(std::move(exec)),
+      https_options_(std::move(https)) {
   if (!config_.bearer_token_file.empty()) {
     token_file_ = std::make_unique<TokenFile>(config_.bearer_token_file);
   }
@@ -74,36 +87,78 @@ KubeClient::~KubeClient() = default;
 void KubeClient::Cancel() {
   absl::MutexLock lock(&mu_);
   cancelled_ = true;
-  for (HttpsClient* conn : in_use_) conn->Cancel();
+  for (const auto& [conn, generation] : in_use_) conn->Cancel();
   idle_.clear();
 }
 
 std::unique_ptr<HttpsClient> KubeClient::Acquire() {
   std::unique_ptr<HttpsClient> conn;
+  HttpsClientOptions https;
+  int generation = 0;
   {
     absl::MutexLock lock(&mu_);
+    generation = tls_generation_;
     if (!idle_.empty()) {
       conn = std::move(idle_.back());
       idle_.pop_back();
+    } else {
+      https = https_options_;
     }
   }
   if (conn == nullptr) {
-    // Create validated these options already; only allocation can differ.
-    conn = *HttpsClient::Create(https_options_);
+    // Create, or RefreshExecCredential, validated these options already;
+    // only allocation can differ.
+    conn = *HttpsClient::Create(std::move(https));
   }
   absl::MutexLock lock(&mu_);
   if (cancelled_) conn->Cancel();
-  in_use_.push_back(conn.get());
+  in_use_.emplace_back(conn.get(), generation);
   return conn;
 }
 
 void KubeClient::Release(std::unique_ptr<HttpsClient> conn, int dials_before) {
   dials_.fetch_add(conn->dial_count() - dials_before);
   absl::MutexLock lock(&mu_);
-  in_use_.erase(std::find(in_use_.begin(), in_use_.end(), conn.get()));
-  if (!cancelled_ && static_cast<int>(idle_.size()) < options_.max_idle_connections) {
+  const auto it = std::find_if(in_use_.begin(), in_use_.end(),
+                               [&](const auto& entry) { return entry.first == conn.get(); });
+  const bool current = it->second == tls_generation_;
+  in_use_.erase(it);
+  if (!cancelled_ && current && static_cast<int>(idle_.size()) < options_.max_idle_connections) {
     idle_.push_back(std::move(conn));
   }
+}
+
+absl::Status KubeClient::RefreshExecCredential(std::string& token) {
+  absl::StatusOr<ExecCredential> cred = exec_->Current();
+  if (!cred.ok()) return cred.status();
+  token = cred->token;
+  HttpsClientOptions https;
+  {
+    absl::MutexLock lock(&mu_);
+    if (cred->client_cert_pem == https_options_.client_cert_pem &&
+        cred->client_key_pem == https_options_.client_key_pem) {
+      return absl::OkStatus();
+    }
+    https = https_options_;
+  }
+  https.client_cert_pem = cred->client_cert_pem;
+  https.client_key_pem = cred->client_key_pem;
+  if (absl::StatusOr<std::unique_ptr<HttpsClient>> probe = HttpsClient::Create(https);
+      !probe.ok()) {
+    exec_->Invalidate();
+    return absl::Status(probe.status().code(),
+                        absl::StrCat("exec plugin \"", config_.exec->command,
+                                     "\": its client certificate: ", probe.status().message()));
+  }
+  absl::MutexLock lock(&mu_);
+  https_options_ = std::move(https);
+  ++tls_generation_;
+  idle_.clear();
+  return absl::OkStatus();
+}
+
+void KubeClient::OnAnswer(int http_code) {
+  if (exec_ != nullptr && http_code == 401) exec_->Invalidate();
 }
 
 absl::StatusOr<HttpRequest> KubeClient::NewRequest(ApiVerb verb, absl::string_view path,
@@ -112,7 +167,9 @@ absl::StatusOr<HttpRequest> KubeClient::NewRequest(ApiVerb verb, absl::string_vi
   req.set(http::field::user_agent, config_.user_agent);
   req.set(http::field::accept, "application/json");
   std::string token = config_.bearer_token;
-  if (token_file_ != nullptr) {
+  if (exec_ != nullptr) {
+    if (absl::Status s = RefreshExecCredential(token); !s.ok()) return s;
+  } else if (token_file_ != nullptr) {
     absl::StatusOr<std::string> current = token_file_->Current();
     if (!current.ok()) return current.status();
     token = *std::move(current);
@@ -142,6 +199,7 @@ absl::StatusOr<HttpResponse> KubeClient::Send(ApiVerb verb, absl::string_view pa
   absl::StatusOr<HttpResponse> response = conn->RoundTrip(*req, deadline);
   Release(std::move(conn), dials_before);
   Observe(verb, response.ok() ? static_cast<int>(response->result_int()) : 0, start);
+  if (response.ok()) OnAnswer(static_cast<int>(response->result_int()));
   if (!response.ok()) {
     return absl::Status(response.status().code(),
                         absl::StrCat(Describe(verb, path), ": ", response.status().message()));
@@ -188,6 +246,7 @@ absl::Status KubeClient::Watch(absl::string_view path, absl::Duration server_tim
   Release(std::move(conn), dials_before);
   if (!opened)
     Observe(ApiVerb::kWatch, response.ok() ? static_cast<int>(response->result_int()) : 0, start);
+  if (response.ok()) OnAnswer(static_cast<int>(response->result_int()));
   if (!response.ok()) {
     return absl::Status(response.status().code(), absl::StrCat(Describe(ApiVerb::kWatch, path),
                                                                ": ", response.status().message()));

@@ -1,7 +1,10 @@
 // KubeClient: authenticated JSON requests to one Kubernetes API server.
 //
 // Adds to HttpsClient what every API call needs: the bearer token (re-read
-// from its file as it rotates) or client certificate, Accept/Content-Type,
+// from its file as it rotates), client certificate or exec plugin's
+// credential (fetched again when it expires or is refused with 401; a new
+// client certificate from the plugin replaces the pooled connections),
+// Accept/Content-Type,
 // the User-Agent, the per-request deadline from RestConfig, the error table
 // (api_errors.h), and a request observer for metrics. Keeps a small pool of
 // keep-alive connections so concurrent callers never wait on each other's
@@ -18,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -29,6 +33,7 @@
 #include "absl/time/time.h"
 #include "boost/json/value.hpp"
 #include "sidecar/kube/api_errors.h"
+#include "sidecar/kube/exec_credential.h"
 #include "sidecar/kube/https_client.h"
 #include "sidecar/kube/rest_config.h"
 #include "sidecar/kube/token_file.h"
@@ -52,8 +57,9 @@ struct KubeClientOptions {
 
 class KubeClient {
  public:
-  // Checks the config (CA, client certificate, token file readable).
-  // InvalidArgument / FailedPrecondition otherwise. Does not dial.
+  // Checks the config (CA, client certificate, token file readable; an exec
+  // plugin is run once for its first credential). InvalidArgument /
+  // FailedPrecondition otherwise. Does not dial.
   static absl::StatusOr<std::unique_ptr<KubeClient>> Create(RestConfig config,
                                                             KubeClientOptions options = {});
 
@@ -93,24 +99,37 @@ class KubeClient {
   int connections_dialled() const { return dials_.load(); }
 
  private:
-  KubeClient(RestConfig config, KubeClientOptions options, HttpsClientOptions https);
+  KubeClient(RestConfig config, KubeClientOptions options, HttpsClientOptions https,
+             std::unique_ptr<ExecCredentialSource> exec);
 
   // A connection from the pool, or a new one.
   std::unique_ptr<HttpsClient> Acquire() ABSL_LOCKS_EXCLUDED(mu_);
   void Release(std::unique_ptr<HttpsClient> conn, int dials_before) ABSL_LOCKS_EXCLUDED(mu_);
-  absl::StatusOr<HttpRequest> NewRequest(ApiVerb verb, absl::string_view path, std::string body);
+  absl::StatusOr<HttpRequest> NewRequest(ApiVerb verb, absl::string_view path, std::string body)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The exec plugin's current credential; replaces the pool's client
+  // certificate when the plugin's has changed. Token in `token`.
+  absl::Status RefreshExecCredential(std::string& token) ABSL_LOCKS_EXCLUDED(mu_);
+  // After an answer: a 401 makes the exec plugin run again next time.
+  void OnAnswer(int http_code);
   void Observe(ApiVerb verb, int http_code, absl::Time start) const;
 
   const RestConfig config_;
   const KubeClientOptions options_;
-  const HttpsClientOptions https_options_;
-  std::unique_ptr<TokenFile> token_file_;  // set when config_.bearer_token_file is
+  std::unique_ptr<TokenFile> token_file_;       // set when config_.bearer_token_file is
+  std::unique_ptr<ExecCredentialSource> exec_;  // set when config_.exec is
   std::atomic<int> dials_{0};
 
   absl::Mutex mu_;
+  // Options of new connections; the client certificate changes when an exec
+  // plugin's does, and bumps tls_generation_ so older connections are not
+  // pooled again.
+  HttpsClientOptions https_options_ ABSL_GUARDED_BY(mu_);
+  int tls_generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::unique_ptr<HttpsClient>> idle_ ABSL_GUARDED_BY(mu_);
-  std::vector<HttpsClient*> in_use_ ABSL_GUARDED_BY(mu_);
+  // The tls_generation_ each connection in use was made in.
+  std::vector<std::pair<HttpsClient*, int>> in_use_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace baton::kube

@@ -1,5 +1,7 @@
 #include "sidecar/kube/kube_client.h"
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -7,6 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "boost/json/object.hpp"
+#include "boost/json/serialize.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sidecar/kube/testing/test_files.h"
@@ -128,6 +133,59 @@ TEST_F(KubeClientTest, TokenFileRotationIsPickedUp) {
   ReplaceFile(token_path, "new-token");
   ASSERT_TRUE(client->Call(ApiVerb::kGet, "/x").ok());
   EXPECT_THAT(tokens, ElementsAre("Bearer old-token", "Bearer new-token"));
+}
+
+// A client certificate from an exec plugin is presented, and once it expires
+// the plugin's next one replaces it on new connections.
+TEST_F(KubeClientTest, ExecPluginClientCertificateIsReplacedWhenItExpires) {
+  const TestCert client_ca = NewTestCa("client-ca");
+  std::vector<std::string> cns;
+  absl::Mutex cns_mu;
+  server_ = std::make_unique<TlsTestServer>(
+      TlsTestServer::Options{server_cert_, client_ca.cert_pem},
+      [&](TlsTestServer::Connection& conn) {
+        {
+          absl::MutexLock lock(&cns_mu);
+          cns.push_back(conn.client_cn());
+        }
+        TlsTestServer::Serve([](const HttpRequest&) { return JsonResponse(200, "{}"); })(conn);
+      });
+  // Run n prints credential n: alice's expires in two seconds, bob's never.
+  const std::string dir = NewTempDir();
+  auto credential = [&](const std::string& cn, const std::string& expiry) {
+    const TestCert cert = IssueTestCert(client_ca, cn, {}, {});
+    boost::json::object status{{"clientCertificateData", cert.cert_pem},
+                               {"clientKeyData", cert.key_pem}};
+    if (!expiry.empty()) status["expirationTimestamp"] = expiry;
+    return boost::json::serialize(
+        boost::json::object{{"apiVersion", "client.authentication.k8s.io/v1"},
+                            {"kind", "ExecCredential"},
+                            {"status", std::move(status)}});
+  };
+  // Whole seconds: RFC 3339 as plugins print it.
+  const absl::Time alice_expires = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 2);
+  WriteFile(dir + "/cred.1", credential("alice", absl::FormatTime(absl::RFC3339_sec, alice_expires,
+                                                                  absl::UTCTimeZone())));
+  WriteFile(dir + "/cred.2", credential("bob", ""));
+  WriteFile(dir + "/plugin", absl::StrCat("#!/bin/sh\nn=$(($(cat ", dir,
+                                          "/runs 2>/dev/null || echo 0) + 1))\necho $n >", dir,
+                                          "/runs\ncat ", dir, "/cred.$n\n"));
+  ASSERT_EQ(chmod((dir + "/plugin").c_str(), 0755), 0);
+  RestConfig config = Config();
+  config.bearer_token.clear();
+  config.exec = ExecPlugin();
+  config.exec->api_version = "client.authentication.k8s.io/v1";
+  config.exec->command = dir + "/plugin";
+  config.exec->interactive = ExecPlugin::Interactive::kNever;
+  auto client = Client(config);
+  ASSERT_NE(client, nullptr);
+
+  ASSERT_TRUE(client->Call(ApiVerb::kGet, "/x").ok());
+  absl::SleepFor(alice_expires - absl::Now() + absl::Milliseconds(100));
+  absl::StatusOr<boost::json::value> after = client->Call(ApiVerb::kGet, "/x");
+  ASSERT_TRUE(after.ok()) << after.status();
+  absl::MutexLock lock(&cns_mu);
+  EXPECT_THAT(cns, ElementsAre("alice", "bob"));  // a new connection with the new certificate
 }
 
 TEST_F(KubeClientTest, CreateFailsFastWithoutAToken) {

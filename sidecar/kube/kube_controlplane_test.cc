@@ -1,5 +1,7 @@
 // The kube client against a real kube-apiserver + etcd (tests/support):
 // behaviour a hand-written fake would only assume.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -7,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/json/parse.hpp"
 #include "boost/json/serialize.hpp"
@@ -19,6 +22,7 @@
 #include "sidecar/kube/lease_json.h"
 #include "sidecar/kube/lease_list.h"
 #include "sidecar/kube/lease_watcher.h"
+#include "sidecar/kube/read_file.h"
 #include "sidecar/kube/testing/controlplane_fixture.h"
 #include "sidecar/kube/testing/test_files.h"
 
@@ -325,19 +329,95 @@ TEST_F(KubeControlPlaneTest, ListLeasesInANamespaceAndEverywhere) {
   ASSERT_TRUE(AdminStore("one").Create(NewRecord("a")).ok());
   ASSERT_TRUE(AdminStore("two").Create(NewRecord("b")).ok());
   std::shared_ptr<KubeClient> client = Client(AdminConfig());
-  absl::StatusOr<std::vector<NamedLease>> here = ListLeases(*client, ns_);
+  absl::StatusOr<LeaseList> here = ListLeases(*client, ns_);
   ASSERT_TRUE(here.ok()) << here.status();
-  ASSERT_EQ(here->size(), 2u);
-  EXPECT_EQ((*here)[0].namespace_name, ns_);
-  EXPECT_EQ((*here)[0].name, "one");
-  EXPECT_EQ((*here)[0].record.holder_identity, "a");
-  EXPECT_EQ((*here)[1].name, "two");
-  absl::StatusOr<std::vector<NamedLease>> all = ListLeases(*client, "");
+  EXPECT_FALSE(here->resource_version.empty());
+  ASSERT_EQ(here->items.size(), 2u);
+  EXPECT_EQ(here->items[0].namespace_name, ns_);
+  EXPECT_EQ(here->items[0].name, "one");
+  EXPECT_EQ(here->items[0].record.holder_identity, "a");
+  EXPECT_EQ(here->items[1].name, "two");
+  absl::StatusOr<LeaseList> all = ListLeases(*client, "");
   ASSERT_TRUE(all.ok()) << all.status();
-  EXPECT_GE(all->size(), 2u);
-  EXPECT_TRUE(std::any_of(all->begin(), all->end(), [&](const NamedLease& l) {
+  EXPECT_GE(all->items.size(), 2u);
+  EXPECT_TRUE(std::any_of(all->items.begin(), all->items.end(), [&](const NamedLease& l) {
     return l.namespace_name == ns_ && l.name == "two";
   }));
+}
+
+TEST_F(KubeControlPlaneTest, WatchLeasesFromAListSeesEveryLaterChangeInOrder) {
+  KubeLeaseStore one = AdminStore("one");
+  LeaseRecord before = *one.Create(NewRecord("a"));
+  std::shared_ptr<KubeClient> client = Client(AdminConfig());
+  absl::StatusOr<LeaseList> list = ListLeases(*client, ns_);
+  ASSERT_TRUE(list.ok()) << list.status();
+  // Made after the list: the watch from its version must see all three.
+  before.holder_identity = "b";
+  ASSERT_TRUE(one.Update(before).ok());
+  ASSERT_TRUE(AdminStore("two").Create(NewRecord("c")).ok());
+  Kubectl({"delete", "lease", "one"});
+
+  std::vector<std::string> seen;
+  std::string rv = list->resource_version;
+  const absl::Status done =
+      WatchLeases(*client, ns_, rv, absl::Seconds(30), [&](const LeaseChange& change) {
+        const char* type = change.type == LeaseChange::Type::kAdded      ? "ADDED"
+                           : change.type == LeaseChange::Type::kModified ? "MODIFIED"
+                                                                         : "DELETED";
+        seen.push_back(absl::StrCat(type, " ", change.lease.namespace_name, "/", change.lease.name,
+                                    " ", change.lease.record.holder_identity));
+        if (seen.size() == 3) client->Cancel();
+      });
+  EXPECT_EQ(done.code(), absl::StatusCode::kCancelled) << done;
+  EXPECT_THAT(seen, ::testing::ElementsAre(absl::StrCat("MODIFIED ", ns_, "/one b"),
+                                           absl::StrCat("ADDED ", ns_, "/two c"),
+                                           absl::StrCat("DELETED ", ns_, "/one ")));
+  EXPECT_NE(rv, list->resource_version);
+}
+
+// An exec credential plugin against the real server: the ServiceAccount
+// token it prints authenticates; once its expirationTimestamp has passed it
+// is run again; a credential the server refuses (401) is dropped and the
+// next request runs the plugin once more.
+TEST_F(KubeControlPlaneTest, ExecPluginRunsAgainWhenItsCredentialExpiresOrIsRefused) {
+  GrantLeaseVerbs("operator", "list");
+  absl::StatusOr<std::string> token = cp_.Token(ns_, "operator");
+  ASSERT_TRUE(token.ok()) << token.status();
+  const std::string dir = testing::NewTempDir();
+  testing::WriteFile(dir + "/token", *token);
+  // Run 2 prints a token the server does not know.
+  testing::WriteFile(dir + "/plugin", absl::StrCat(R"(#!/bin/sh
+n=$(($(cat )",
+                                                   dir, R"(/runs 2>/dev/null || echo 0) + 1))
+echo $n >)",
+                                                   dir, R"(/runs
+token=$(cat )",
+                                                   dir, R"(/token)
+[ $n -eq 2 ] && token=not-a-token
+expiry=$(date -u -d "+2 seconds" +%Y-%m-%dT%H:%M:%SZ)
+printf '{"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential",'
+printf '"status":{"token":"%s","expirationTimestamp":"%s"}}' "$token" "$expiry"
+)"));
+  ASSERT_EQ(chmod((dir + "/plugin").c_str(), 0755), 0);
+  RestConfig config = AdminConfig();
+  config.client_cert_pem.clear();
+  config.client_key_pem.clear();
+  config.exec = ExecPlugin();
+  config.exec->api_version = "client.authentication.k8s.io/v1beta1";
+  config.exec->command = dir + "/plugin";
+  config.exec->interactive = ExecPlugin::Interactive::kNever;
+  std::shared_ptr<KubeClient> client = Client(config);  // run 1
+  auto runs = [&] { return std::string(absl::StripAsciiWhitespace(*ReadFile(dir + "/runs"))); };
+
+  ASSERT_TRUE(ListLeases(*client, ns_).ok());
+  EXPECT_EQ(runs(), "1");  // still valid: not run again
+  absl::SleepFor(absl::Milliseconds(2500));
+  const absl::Status refused = ListLeases(*client, ns_).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnauthenticated) << refused;
+  EXPECT_EQ(runs(), "2");  // expired: run again, and its token refused
+  const absl::Status again = ListLeases(*client, ns_).status();
+  EXPECT_TRUE(again.ok()) << again;
+  EXPECT_EQ(runs(), "3");  // the refused credential was dropped at once
 }
 
 absl::Duration Percentile(std::vector<absl::Duration> v, double p) {

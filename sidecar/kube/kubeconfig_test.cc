@@ -1,6 +1,9 @@
 #include "sidecar/kube/kubeconfig.h"
 
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -81,7 +84,9 @@ contexts:
   absl::StatusOr<RestConfig> Load(const std::string& yaml, const std::string& context = "") {
     const std::string path = dir_ + "/kubeconfig";
     WriteFile(path, yaml);
-    return LoadKubeconfig(path, context);
+    KubeconfigOptions options;
+    options.context = context;
+    return LoadKubeconfig(path, options);
   }
 
   // Full() with one user's body replaced.
@@ -163,7 +168,7 @@ TEST_F(KubeconfigTest, DefaultsPortTo443AndKeepsTheRequestTimeoutDefault) {
   EXPECT_EQ(c->user_agent, RestConfig::DefaultUserAgent());
 }
 
-TEST_F(KubeconfigTest, RefusesExecPluginsNamingTheCommand) {
+TEST_F(KubeconfigTest, TheSidecarRefusesExecPluginsNamingTheCommandAndWhy) {
   const absl::Status s = LoadWithUser(R"(    exec:
       apiVersion: client.authentication.k8s.io/v1
       command: aws-iam-authenticator
@@ -172,6 +177,107 @@ TEST_F(KubeconfigTest, RefusesExecPluginsNamingTheCommand) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()),
               HasSubstr("exec credential plugin (command \"aws-iam-authenticator\")"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("runs in a Pod"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("`baton leases` does run exec plugins"));
+}
+
+// A kubeconfig whose user "u" has the exec section `exec_body`, loaded as
+// `baton leases` loads it.
+absl::StatusOr<RestConfig> LoadExec(const std::string& dir, const std::string& exec_body) {
+  const std::string path = dir + "/exec.kubeconfig";
+  WriteFile(path, absl::StrCat(R"(current-context: c
+clusters:
+- name: k
+  cluster: {server: "https://10.0.0.1", certificate-authority-data: )",
+                               absl::Base64Escape(kCa), R"(}
+contexts:
+- name: c
+  context: {cluster: k, user: u}
+users:
+- name: u
+  user:
+    exec:
+)",
+                               exec_body));
+  KubeconfigOptions options;
+  options.allow_exec_plugins = true;
+  return LoadKubeconfig(path, options);
+}
+
+TEST_F(KubeconfigTest, ExecPluginV1WithArgsEnvAndClusterInfo) {
+  absl::StatusOr<RestConfig> c = LoadExec(dir_, R"(      apiVersion: client.authentication.k8s.io/v1
+      command: bin/get-token
+      args: [--cluster, prod]
+      env:
+      - {name: AWS_PROFILE, value: ops}
+      - {name: EMPTY}
+      interactiveMode: Never
+      provideClusterInfo: true
+      installHint: install get-token from your platform team
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->exec.has_value());
+  const ExecPlugin& e = *c->exec;
+  EXPECT_EQ(e.api_version, "client.authentication.k8s.io/v1");
+  EXPECT_EQ(e.command, dir_ + "/bin/get-token");  // relative with a '/': the kubeconfig's dir
+  EXPECT_EQ(e.args, (std::vector<std::string>{"--cluster", "prod"}));
+  EXPECT_EQ(e.env, (std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "ops"},
+                                                                     {"EMPTY", ""}}));
+  EXPECT_EQ(e.interactive, ExecPlugin::Interactive::kNever);
+  EXPECT_TRUE(e.provide_cluster_info);
+  EXPECT_EQ(e.install_hint, "install get-token from your platform team");
+  EXPECT_EQ(c->bearer_token, "");
+}
+
+TEST_F(KubeconfigTest, ExecPluginV1beta1DefaultsToIfAvailableAndLooksUpBareNamesInPath) {
+  absl::StatusOr<RestConfig> c =
+      LoadExec(dir_, R"(      apiVersion: client.authentication.k8s.io/v1beta1
+      command: gke-gcloud-auth-plugin
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->exec->command, "gke-gcloud-auth-plugin");
+  EXPECT_EQ(c->exec->interactive, ExecPlugin::Interactive::kIfAvailable);
+  EXPECT_FALSE(c->exec->provide_cluster_info);
+}
+
+TEST_F(KubeconfigTest, ExecPluginMistakesAreRefusedNamingTheField) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"      apiVersion: client.authentication.k8s.io/v1alpha1\n      command: x\n",
+       "apiVersion \"client.authentication.k8s.io/v1alpha1\" is not supported"},
+      {"      apiVersion: client.authentication.k8s.io/v1\n      command: x\n",
+       "interactiveMode \"\" is not one of Never, IfAvailable, Always (required by v1)"},
+      {"      apiVersion: client.authentication.k8s.io/v1\n      interactiveMode: Never\n",
+       "has no command"},
+      {"      apiVersion: client.authentication.k8s.io/v1beta1\n      command: x\n"
+       "      env: [{value: v}]\n",
+       "every env entry needs a name"},
+  };
+  for (const auto& [body, want] : cases) {
+    const absl::Status s = LoadExec(dir_, body).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << body;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(want)) << body;
+  }
+}
+
+TEST_F(KubeconfigTest, ExecPluginAndATokenTogetherAreRefused) {
+  const std::string path = dir_ + "/both";
+  WriteFile(path, absl::StrCat(R"(current-context: c
+clusters:
+- {name: k, cluster: {server: "https://10.0.0.1", certificate-authority-data: )",
+                               absl::Base64Escape(kCa), R"(}}
+contexts:
+- {name: c, context: {cluster: k, user: u}}
+users:
+- name: u
+  user:
+    token: t
+    exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: x}
+)"));
+  KubeconfigOptions options;
+  options.allow_exec_plugins = true;
+  const absl::Status s = LoadKubeconfig(path, options).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("both an exec plugin and a token"));
 }
 
 TEST_F(KubeconfigTest, RefusesAuthProvidersNamingTheProvider) {
@@ -253,6 +359,94 @@ TEST_F(KubeconfigTest, MalformedYamlIsInvalidArgument) {
 
 TEST_F(KubeconfigTest, MissingFileIsNotFound) {
   EXPECT_EQ(LoadKubeconfig(dir_ + "/absent").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Merging as kubectl merges $KUBECONFIG: the first current-context set
+// wins; each named entry comes whole from the first file that has it, and
+// its relative paths resolve against that file's directory.
+class MergedKubeconfigTest : public KubeconfigTest {
+ protected:
+  void SetUp() override {
+    KubeconfigTest::SetUp();
+    other_ = NewTempDir();
+    WriteFile(other_ + "/other-ca.crt", kOtherCa);
+    first_ = dir_ + "/first";
+    second_ = other_ + "/second";
+    // first: no current-context; a user that shadows second's, a context.
+    WriteFile(first_, R"(users:
+- name: shared
+  user: {token: from-first}
+contexts:
+- name: dev
+  context: {cluster: remote, user: shared, namespace: dev-ns}
+)");
+    // second: the current-context, the cluster (CA by relative path), and a
+    // "shared" user and "dev" context that the first file's shadow.
+    WriteFile(second_, R"(current-context: dev
+clusters:
+- name: remote
+  cluster: {server: "https://10.1.2.3:6443", certificate-authority: other-ca.crt}
+users:
+- name: shared
+  user: {token: from-second}
+- name: own
+  user: {token: second-only}
+contexts:
+- name: dev
+  context: {cluster: remote, user: own, namespace: ignored}
+- name: prod
+  context: {cluster: remote, user: own, namespace: prod-ns}
+)");
+  }
+
+  absl::StatusOr<RestConfig> Merge(const std::string& context = "") {
+    KubeconfigOptions options;
+    options.context = context;
+    return LoadMergedKubeconfig({first_, dir_ + "/absent", second_}, options);
+  }
+
+  static constexpr char kOtherCa[] =
+      "-----BEGIN CERTIFICATE-----\nOTHER\n-----END CERTIFICATE-----\n";
+  std::string other_, first_, second_;
+};
+
+TEST_F(MergedKubeconfigTest, FirstDefinitionWinsAndPathsFollowTheirFile) {
+  absl::StatusOr<RestConfig> c = Merge();
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->namespace_name, "dev-ns");    // context "dev" of the first file
+  EXPECT_EQ(c->bearer_token, "from-first");  // user "shared" of the first file
+  EXPECT_EQ(c->host, "10.1.2.3");            // cluster only in the second
+  EXPECT_EQ(c->ca_pem, kOtherCa);            // relative to the second's directory
+}
+
+TEST_F(MergedKubeconfigTest, ContextFlagPicksAnyFilesContext) {
+  absl::StatusOr<RestConfig> c = Merge("prod");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->namespace_name, "prod-ns");
+  EXPECT_EQ(c->bearer_token, "second-only");
+  EXPECT_THAT(std::string(Merge("staging").status().message()),
+              HasSubstr("no context named \"staging\""));
+}
+
+TEST_F(MergedKubeconfigTest, NoExistingFileIsNotFoundNamingThePaths) {
+  const absl::Status s = LoadMergedKubeconfig({dir_ + "/a", dir_ + "/b"}).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(dir_ + "/a, " + dir_ + "/b"));
+}
+
+TEST_F(MergedKubeconfigTest, AMalformedFileNamesItself) {
+  WriteFile(first_, "users: [unclosed\n");
+  const absl::Status s = Merge().status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(first_ + ": malformed YAML"));
+}
+
+TEST(KubeconfigPathsTest, FlagThenEnvironmentListThenHome) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(KubeconfigPaths("/x", "/a:/b", "/home/u"), V{"/x"});
+  EXPECT_EQ(KubeconfigPaths("", "/a::/b:/a:", "/home/u"), (V{"/a", "/b"}));
+  EXPECT_EQ(KubeconfigPaths("", "", "/home/u"), V{"/home/u/.kube/config"});
+  EXPECT_EQ(KubeconfigPaths("", ":", ""), V{});
 }
 
 TEST(ServerUrlTest, ParsesAndRefuses) {

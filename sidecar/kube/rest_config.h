@@ -9,13 +9,39 @@
 #ifndef BATON_SIDECAR_KUBE_REST_CONFIG_H_
 #define BATON_SIDECAR_KUBE_REST_CONFIG_H_
 
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace baton::kube {
+
+// An exec credential plugin from a kubeconfig user (`user.exec`): a command
+// that prints a client.authentication.k8s.io ExecCredential with a token or
+// a client certificate. Run by ExecCredentialSource (exec_credential.h).
+struct ExecPlugin {
+  // "client.authentication.k8s.io/v1" or ".../v1beta1"; the ExecCredential
+  // printed must carry the same.
+  std::string api_version;
+  // The command (looked up in $PATH unless it contains a '/'; a relative
+  // path with a '/' is already resolved against the kubeconfig's directory),
+  // its arguments and extra environment variables, in order.
+  std::string command;
+  std::vector<std::string> args;
+  std::vector<std::pair<std::string, std::string>> env;
+  // When the plugin may talk to the user on the terminal. v1 kubeconfigs
+  // must say; v1beta1 defaults to kIfAvailable.
+  enum class Interactive { kNever, kIfAvailable, kAlways };
+  Interactive interactive = Interactive::kIfAvailable;
+  // Whether KUBERNETES_EXEC_INFO carries the cluster (server, CA).
+  bool provide_cluster_info = false;
+  // Shown when the command cannot be started (e.g. how to install it).
+  std::string install_hint;
+};
 
 struct RestConfig {
   // API server address. `host` is a DNS name or an IP literal (IPv6 without
@@ -39,6 +65,11 @@ struct RestConfig {
   // `bearer_token` is ignored, as client-go does.
   std::string bearer_token;
   std::string bearer_token_file;
+
+  // Credentials from a plugin instead: its token (and client certificate, if
+  // it prints one) are used and the plugin is run again when they expire.
+  // Only `baton leases` accepts a kubeconfig that sets this.
+  std::optional<ExecPlugin> exec;
 
   // The namespace the configuration points at: the kubeconfig context's, or
   // the Pod's own in-cluster. Empty if unknown. The sidecar's fallback for

@@ -70,6 +70,8 @@ absl::StatusOr<WatchEvent> DecodeWatchEvent(absl::string_view line) {
   WatchEvent decoded;
   decoded.type_name = std::string(ToAbsl(type->get_string()));
   decoded.resource_version = LeaseMetadataString(lease, "resourceVersion");
+  decoded.name = LeaseMetadataString(lease, "name");
+  decoded.namespace_name = LeaseMetadataString(lease, "namespace");
   if (*type == "BOOKMARK") {
     decoded.type = WatchEvent::Type::kBookmark;
   } else if (*type == "DELETED") {

@@ -44,8 +44,11 @@ struct WatchEvent {
   Type type = Type::kUnknown;
   // The "type" as sent (for logging an unknown one).
   std::string type_name;
-  // The object's metadata.resourceVersion ("" if absent).
+  // The object's metadata.resourceVersion, .name and .namespace ("" if
+  // absent; a bookmark has only the version).
   std::string resource_version;
+  std::string name;
+  std::string namespace_name;
   // The Lease, for kAdded and kModified.
   std::optional<LeaseRecord> record;
 };

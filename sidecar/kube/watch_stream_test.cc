@@ -59,11 +59,14 @@ TEST(WatchLineFramerTest, TheFirstLineErrorStopsAtOnce) {
 
 TEST(DecodeWatchEventTest, ModifiedCarriesTheLease) {
   absl::StatusOr<WatchEvent> e =
-      DecodeWatchEvent(R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":"42"},)"
+      DecodeWatchEvent(R"({"type":"MODIFIED","object":{"metadata":{"resourceVersion":"42",)"
+                       R"("name":"app","namespace":"team"},)"
                        R"("spec":{"holderIdentity":"a","leaseTransitions":3}}})");
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->type, WatchEvent::Type::kModified);
   EXPECT_EQ(e->resource_version, "42");
+  EXPECT_EQ(e->name, "app");
+  EXPECT_EQ(e->namespace_name, "team");
   ASSERT_TRUE(e->record.has_value());
   EXPECT_EQ(e->record->holder_identity, "a");
   EXPECT_EQ(e->record->lease_transitions, 3);

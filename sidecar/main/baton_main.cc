@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "absl/synchronization/mutex.h"
 #include "sidecar/common/build_info.h"
 #include "sidecar/common/log.h"
+#include "sidecar/common/startup_pages.h"
 #include "sidecar/common/version.h"
 #include "sidecar/kube/kubeconfig.h"
 #include "sidecar/kube/rest_config.h"
@@ -56,7 +58,8 @@ ABSL_FLAG(absl::Duration, retry_period, baton::ElectionTiming{}.retry_period,
 ABSL_FLAG(std::string, kubeconfig, "",
           "Path to a kubeconfig. Default: in-cluster config (ServiceAccount token).");
 ABSL_FLAG(std::string, http_addr, baton::SidecarConfig{}.http_addr,
-          "host:port of the local HTTP API (/leader, /readyz/leader, /healthz, /metrics).");
+          "host:port of the local HTTP API (/leader, /leader/watch, /readyz/leader, /healthz, "
+          "/metrics).");
 ABSL_FLAG(std::string, grpc_addr, baton::SidecarConfig{}.grpc_addr,
           "host:port of the local gRPC API (baton.v1.LeaderElection, grpc.health.v1).");
 ABSL_FLAG(std::string, metrics_addr, "",
@@ -67,6 +70,9 @@ ABSL_FLAG(bool, release_on_shutdown, true,
 ABSL_FLAG(absl::Duration, api_timeout, absl::ZeroDuration(),
           "Deadline of each API-server request. Default: 5s, or half of --renew-deadline if "
           "that is shorter.");
+ABSL_FLAG(absl::Duration, sse_heartbeat, baton::SidecarConfig{}.sse_heartbeat,
+          "GET /leader/watch: send a heartbeat comment after this long without an event "
+          "(at least 100ms). A client's ?heartbeat= may ask for a shorter one.");
 ABSL_FLAG(
     absl::Duration, shutdown_grace, absl::Seconds(5),
     "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
@@ -96,7 +102,14 @@ ABSL_FLAG(std::string, namespace, "",
           "baton leases: the namespace to audit. Default: the kubeconfig context's, else "
           "\"default\".");
 ABSL_FLAG(bool, all_namespaces, false, "baton leases: audit every namespace.");
-ABSL_FLAG(std::string, output, "text", "baton leases: text (one line per Lease) or json.");
+ABSL_FLAG(std::string, output, "text",
+          "baton leases: text (one line per Lease), wide (text plus acquire time, renew age and "
+          "validity estimate) or json.");
+ABSL_FLAG(std::string, context, "",
+          "baton leases: the kubeconfig context to use. Default: its current-context.");
+ABSL_FLAG(bool, watch, false,
+          "baton leases: after the listing, print each Lease change (new holder, transitions, "
+          "duration, deletion) as it happens, until interrupted.");
 
 namespace baton {
 namespace {
@@ -149,6 +162,7 @@ ConfigInputs InputsFromFlags() {
   in.events = absl::GetFlag(FLAGS_events);
   in.log_format = absl::GetFlag(FLAGS_log_format);
   in.log_level = absl::GetFlag(FLAGS_log_level);
+  in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
   in.hostname = Hostname();
@@ -172,6 +186,10 @@ int LeasesMain(const ParsedCommandLine& parsed) {
   options.namespace_name = absl::GetFlag(FLAGS_namespace);
   options.all_namespaces = absl::GetFlag(FLAGS_all_namespaces);
   options.kubeconfig = absl::GetFlag(FLAGS_kubeconfig);
+  options.kubeconfig_env = Env("KUBECONFIG");
+  options.home = Env("HOME");
+  options.context = absl::GetFlag(FLAGS_context);
+  options.watch = absl::GetFlag(FLAGS_watch);
   options.output = *output;
   return tools::RunLeases(options, *SystemClock(), std::cout, std::cerr);
 }
@@ -181,10 +199,11 @@ int LeasesMain(const ParsedCommandLine& parsed) {
 // that campaigns in x.
 absl::Status RejectLeasesFlags() {
   if (!absl::GetFlag(FLAGS_namespace).empty() || absl::GetFlag(FLAGS_all_namespaces) ||
-      absl::GetFlag(FLAGS_output) != "text") {
+      absl::GetFlag(FLAGS_output) != "text" || !absl::GetFlag(FLAGS_context).empty() ||
+      absl::GetFlag(FLAGS_watch)) {
     return absl::InvalidArgumentError(
-        "--namespace, --all-namespaces and --output belong to `baton leases`; the sidecar's "
-        "namespace flag is --lease-namespace");
+        "--namespace, --all-namespaces, --output, --context and --watch belong to `baton "
+        "leases`; the sidecar's namespace flag is --lease-namespace");
   }
   return absl::OkStatus();
 }
@@ -230,13 +249,33 @@ absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<std::
   return options;
 }
 
+// Waits for one of `signals` (blocked in every thread). Once the sidecar has
+// run for kStartupOver, its first reads, acquisition or renewals are done,
+// and the code only start-up ran is paged out (see startup_pages.h).
+int AwaitShutdownSignal(const sigset_t& signals) {
+  constexpr timespec kStartupOver = {.tv_sec = 10, .tv_nsec = 0};
+  int sig = -1;
+  do {
+    sig = sigtimedwait(&signals, nullptr, &kStartupOver);
+  } while (sig < 0 && errno == EINTR);
+  if (sig > 0) return sig;
+  if (absl::StatusOr<size_t> released = ReleaseStartupPages(); released.ok()) {
+    spdlog::debug("event=startup_pages_released bytes={}", *released);
+  } else {
+    spdlog::warn("event=startup_pages_kept error={} next=\"running with them resident\"",
+                 LogValue(released.status().ToString()));
+  }
+  sigwait(&signals, &sig);
+  return sig;
+}
+
 constexpr char kUsage[] =
     "baton: leader-election sidecar: holds a coordination.k8s.io/v1 Lease for the\n"
     "application beside it and tells it, over localhost, whether it leads.\n"
     "  baton --lease-name=NAME [flags]      run the sidecar\n"
     "  baton run --lease-name=NAME [flags] -- CMD [ARGS...]\n"
     "                                      run CMD only while leading (docs/run.md)\n"
-    "  baton leases [--namespace=NS | --all-namespaces] [--output=text|json]\n"
+    "  baton leases [--namespace=NS | --all-namespaces] [--output=text|wide|json] [--watch]\n"
     "                                      audit Leases (see baton leases --help)\n"
     "Every flag may also be set in the environment as BATON_<NAME> (--lease-name:\n"
     "BATON_LEASE_NAME); a flag on the command line wins over its variable.\n\n"
@@ -350,8 +389,7 @@ int Main(int argc, char** argv) {
     spdlog::error("event=start_failed error={} next=exit", LogValue(daemon.status().ToString()));
     return 1;
   }
-  int sig = 0;
-  sigwait(&shutdown_signals, &sig);
+  const int sig = AwaitShutdownSignal(shutdown_signals);
   spdlog::info(
       "event=shutdown signal={} release={} next=\"step down, release once every promise is "
       "acknowledged or has lapsed, close servers\"",

@@ -86,6 +86,12 @@ absl::Status ValidateFlags(const ConfigInputs& in) {
   if (in.shutdown_grace <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--shutdown-grace must be positive");
   }
+  if (in.sse_heartbeat < kMinSseHeartbeat) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--sse-heartbeat=", absl::FormatDuration(in.sse_heartbeat),
+                     " must be at least ", absl::FormatDuration(kMinSseHeartbeat),
+                     ", the shortest heartbeat a watch stream may have"));
+  }
   if (absl::Status s = ParseLogFormat(in.log_format).status(); !s.ok()) return s;
   return ParseLogLevel(in.log_level).status();
 }
@@ -115,6 +121,7 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.api_timeout =
       in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
   c.shutdown_grace = in.shutdown_grace;
+  c.sse_heartbeat = in.sse_heartbeat;
   c.events = in.events;
   c.log.format = *ParseLogFormat(in.log_format);
   c.log.level = *ParseLogLevel(in.log_level);

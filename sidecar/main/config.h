@@ -47,6 +47,8 @@ struct SidecarConfig {
   absl::Duration api_timeout = absl::Seconds(5);
   // On SIGTERM: time allowed for the release, and again for closing servers.
   absl::Duration shutdown_grace = absl::Seconds(5);
+  // GET /leader/watch: a heartbeat comment after this long without an event.
+  absl::Duration sse_heartbeat = absl::Seconds(15);
   LogOptions log;
   // Record Kubernetes Events on the Lease as leadership changes.
   bool events = true;
@@ -71,6 +73,7 @@ struct ConfigInputs {
   bool release_on_shutdown = true;
   absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
   absl::Duration shutdown_grace = absl::Seconds(5);
+  absl::Duration sse_heartbeat = absl::Seconds(15);
   bool events = true;
   std::string log_format = "logfmt";  // --log-format
   std::string log_level = "info";     // --log-level
@@ -97,6 +100,10 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in);
 // sidecar is a new holder with a new, higher fencing token.
 std::string DefaultIdentity(const std::string& pod_name, const std::string& hostname,
                             const std::string& suffix);
+
+// The shortest --sse-heartbeat: the local API's shortest heartbeat interval
+// for any watch stream (HttpServerOptions::min_watch_heartbeat).
+inline constexpr absl::Duration kMinSseHeartbeat = absl::Milliseconds(100);
 
 // Checks "host:port" with a numeric port in [0, 65535].
 absl::Status ValidateAddress(const std::string& flag, const std::string& addr);

@@ -150,5 +150,14 @@ TEST(ConfigTest, LogFormatAndLevel) {
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--log-level=verbose"));
 }
 
+TEST(ConfigTest, SseHeartbeatDefaultsTo15sAndHasTheWatchMinimum) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->sse_heartbeat, absl::Seconds(15));
+  in.sse_heartbeat = absl::Milliseconds(100);
+  EXPECT_EQ(ConfigFrom(in)->sse_heartbeat, absl::Milliseconds(100));
+  in.sse_heartbeat = absl::Milliseconds(50);
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--sse-heartbeat=50ms"));
+}
+
 }  // namespace
 }  // namespace baton

@@ -127,6 +127,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   HttpServerOptions http_options;
   http_options.address = config_.http_addr;
   http_options.routes = HttpRoutes::kApi;
+  http_options.watch_heartbeat = config_.sse_heartbeat;
   http_ = std::make_unique<HttpServer>(http_options, &api_context_);
   if (absl::Status s = http_->Start(); !s.ok()) {
     return absl::Status(s.code(),

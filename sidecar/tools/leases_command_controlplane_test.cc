@@ -155,5 +155,37 @@ subjects:
   EXPECT_THAT(run.err, HasSubstr("needs the `list` verb"));
 }
 
+TEST_F(LeasesControlPlaneTest, WatchWithoutTheWatchVerbListsThenStopsWithAHint) {
+  // An operator allowed to list Leases but not to watch them.
+  const std::string role = absl::StrFormat(R"(apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: lister, namespace: %1$s}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lister, namespace: %1$s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: lister}
+subjects:
+- {kind: ServiceAccount, name: lister, namespace: %1$s}
+)",
+                                           ns_);
+  absl::StatusOr<std::string> applied = cp_.Kubectl({"apply", "-f", "-"}, role);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  absl::StatusOr<std::string> kubeconfig = cp_.TokenKubeconfig(ns_, "lister");
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  LeasesOptions o = Admin();
+  o.kubeconfig = *kubeconfig;
+  o.watch = true;
+  Outcome run = RunWith(o);
+  EXPECT_EQ(run.code, kLeasesFailed);
+  EXPECT_THAT(run.out, HasSubstr("fresh holder=web-0_abcde transitions=3"));  // the listing first
+  EXPECT_THAT(run.err, HasSubstr("403"));
+  EXPECT_THAT(run.err, HasSubstr("for --watch `watch`"));
+}
+
 }  // namespace
 }  // namespace baton::tools

@@ -36,6 +36,11 @@ LeasesOptions AllNamespaces() {
   o.all_namespaces = true;
   return o;
 }
+LeasesOptions Wide() {
+  LeasesOptions o;
+  o.output = LeasesOutput::kWide;
+  return o;
+}
 LeasesOptions Json() {
   LeasesOptions o;
   o.output = LeasesOutput::kJson;
@@ -74,6 +79,64 @@ TEST(LeasesFormatTest, ReleasedLeaseShowsQuotedEmptyHolderAndExpired) {
 TEST(LeasesFormatTest, HolderWithSpacesIsQuoted) {
   EXPECT_EQ(FormatLeases(Text(), {Held("ns", "app", "my holder", absl::Seconds(1))}, kNow),
             "app holder=\"my holder\" transitions=0 duration=15s LIVE\n");
+}
+
+TEST(LeasesFormatTest, WideAddsAcquireTimeRenewAgeAndValidityEstimate) {
+  kube::NamedLease live = Held("ns", "app", "a", absl::Milliseconds(1500), 15, 3);
+  kube::NamedLease stale = Held("ns", "old", "b", absl::Seconds(40), 15, 1);
+  kube::NamedLease never = Held("ns", "new", "", absl::ZeroDuration(), 15, 0);
+  never.record.acquire_time.reset();
+  never.record.renew_time.reset();
+  EXPECT_EQ(FormatLeases(Wide(), {live, stale, never}, kNow),
+            "app holder=a transitions=3 duration=15s LIVE acquired=2026-09-21T14:08:18.500000Z "
+            "renew_age=1.5s valid_for=13.5s\n"
+            "new holder=\"\" transitions=0 duration=15s EXPIRED acquired=- renew_age=- "
+            "valid_for=0s\n"
+            "old holder=b transitions=1 duration=15s EXPIRED acquired=2026-09-21T14:07:40.000000Z "
+            "renew_age=40s valid_for=0s\n");
+}
+
+kube::LeaseChange Change(kube::LeaseChange::Type type, kube::NamedLease lease) {
+  return {type, std::move(lease)};
+}
+
+TEST(LeasesWatchTest, AHandoverOrEditIsNoteworthyARenewalIsNot) {
+  const kube::NamedLease before = Held("ns", "app", "a", absl::Seconds(2), 15, 3);
+  kube::NamedLease renewed = before;
+  renewed.record.renew_time = kNow;
+  renewed.record.resource_version = "99";
+  kube::NamedLease handed_over = renewed;
+  handed_over.record.holder_identity = "b";
+  handed_over.record.lease_transitions = 4;
+  handed_over.record.acquire_time = kNow;
+  kube::NamedLease released = renewed;
+  released.record.holder_identity = "";
+  released.record.lease_duration_seconds = 1;
+  using Type = kube::LeaseChange::Type;
+  EXPECT_FALSE(IsNoteworthy(&before.record, Change(Type::kModified, renewed)));
+  EXPECT_TRUE(IsNoteworthy(&before.record, Change(Type::kModified, handed_over)));
+  EXPECT_TRUE(IsNoteworthy(&before.record, Change(Type::kModified, released)));
+  EXPECT_TRUE(IsNoteworthy(nullptr, Change(Type::kAdded, before)));
+  EXPECT_TRUE(IsNoteworthy(&before.record, Change(Type::kDeleted, {"ns", "app", {}})));
+}
+
+TEST(LeasesWatchTest, ChangeLinesAreListingLinesOrDeletedOrJsonObjects) {
+  using Type = kube::LeaseChange::Type;
+  const kube::NamedLease lease = Held("ns", "app", "b", absl::Seconds(1), 15, 4);
+  EXPECT_EQ(FormatLeaseChange(Text(), Change(Type::kModified, lease), kNow),
+            "app holder=b transitions=4 duration=15s LIVE\n");
+  EXPECT_EQ(FormatLeaseChange(AllNamespaces(), Change(Type::kDeleted, {"ns", "app", {}}), kNow),
+            "ns/app DELETED\n");
+  const std::string line = FormatLeaseChange(Json(), Change(Type::kModified, lease), kNow);
+  ASSERT_EQ(line.find('\n'), line.size() - 1);
+  const boost::json::value doc = boost::json::parse(line);
+  EXPECT_EQ(doc.at("type"), "MODIFIED");
+  EXPECT_EQ(doc.at("lease").at("holderIdentity"), "b");
+  EXPECT_EQ(doc.at("lease").at("leaseTransitions"), 4);
+  const boost::json::value gone = boost::json::parse(
+      FormatLeaseChange(Json(), Change(Type::kDeleted, {"ns", "app", {}}), kNow));
+  EXPECT_EQ(gone.at("type"), "DELETED");
+  EXPECT_EQ(gone.at("lease").as_object().size(), 2u);
 }
 
 TEST(LeasesFormatTest, NoLeasesIsEmptyText) { EXPECT_EQ(FormatLeases(Text(), {}, kNow), ""); }
@@ -151,8 +214,9 @@ TEST(LeasesFormatTest, JsonWithNoLeasesIsAnEmptyList) {
   EXPECT_TRUE(doc.at("leases").as_array().empty());
 }
 
-TEST(LeasesOptionsTest, OutputIsTextOrJson) {
+TEST(LeasesOptionsTest, OutputIsTextWideOrJson) {
   EXPECT_EQ(ParseLeasesOutput("text").value(), LeasesOutput::kText);
+  EXPECT_EQ(ParseLeasesOutput("wide").value(), LeasesOutput::kWide);
   EXPECT_EQ(ParseLeasesOutput("json").value(), LeasesOutput::kJson);
   absl::StatusOr<LeasesOutput> yaml = ParseLeasesOutput("yaml");
   EXPECT_EQ(yaml.status().code(), absl::StatusCode::kInvalidArgument);
@@ -194,7 +258,29 @@ TEST(LeasesHelpTest, SaysTheVerdictIsAWallClockEstimateAndWhyTheSidecarDiffers) 
   EXPECT_THAT(help, HasSubstr("wall-clock ESTIMATE"));
   EXPECT_THAT(help, HasSubstr("monotonic clock"));
   EXPECT_THAT(help, HasSubstr("--all-namespaces"));
-  EXPECT_THAT(help, HasSubstr("--output=text|json"));
+  EXPECT_THAT(help, HasSubstr("--output=text|wide|json"));
+  EXPECT_THAT(help, HasSubstr("$KUBECONFIG"));
+  EXPECT_THAT(help, HasSubstr("--context=NAME"));
+  EXPECT_THAT(help, HasSubstr("--watch"));
+}
+
+TEST(RunLeasesTest, KubeconfigComesFromTheEnvironmentListThenHome) {
+  // Neither exists: the command names where it looked (and, outside a Pod,
+  // that there is no in-cluster config either).
+  LeasesOptions o;
+  o.kubeconfig_env = "/nonexistent/a:/nonexistent/b";
+  o.home = "/nonexistent/home";
+  FakeClock clock;
+  std::ostringstream out, err;
+  EXPECT_EQ(RunLeases(o, clock, out, err), kLeasesFailed);
+  EXPECT_THAT(err.str(), HasSubstr("looked for /nonexistent/a, /nonexistent/b"));
+  o.kubeconfig_env = "";
+  o.context = "prod";
+  err.str("");
+  EXPECT_EQ(RunLeases(o, clock, out, err), kLeasesFailed);
+  EXPECT_THAT(err.str(),
+              HasSubstr("--context=prod needs a kubeconfig, and there is none (looked for "
+                        "/nonexistent/home/.kube/config)"));
 }
 
 }  // namespace

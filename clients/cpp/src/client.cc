@@ -14,13 +14,17 @@
 #include "absl/strings/str_cat.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "baton/v1/leader_election.pb.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
+#include "internal.h"
 
 namespace baton::client {
 
 namespace internal {
 struct Connection {
   std::string addr;
+  // Resolved: lease_name is empty when any Lease is accepted.
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::LeaderElection::Stub> stub;
@@ -40,40 +44,12 @@ constexpr clockid_t kBootClockId = CLOCK_MONOTONIC;
 constexpr bool kSharesSidecarClock = false;
 #endif
 
-absl::Duration FromProto(const google::protobuf::Duration& d) {
+absl::Duration DurationFromProto(const google::protobuf::Duration& d) {
   return absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos());
 }
 
-absl::Time FromProto(const google::protobuf::Timestamp& t) {
+absl::Time TimeFromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
-}
-
-// `since` is when the answer's validity starts counting if the sidecar sent
-// no deadline of its own.
-Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
-  Leadership l;
-  l.is_leader = m.is_leader();
-  l.identity = m.identity();
-  l.holder_identity = m.holder_identity();
-  l.fencing_token = m.fencing_token();
-  l.fencing_revision = m.fencing_revision();
-  l.lease_name = m.lease_name();
-  l.lease_namespace = m.lease_namespace();
-  l.lease_uid = m.lease_uid();
-  if (m.has_acquire_time()) l.acquire_time = FromProto(m.acquire_time());
-  if (m.has_renew_time()) l.renew_time = FromProto(m.renew_time());
-  if (m.has_lease_duration()) l.lease_duration = FromProto(m.lease_duration());
-  l.observed = m.observed();
-  l.stepping_down = m.stepping_down();
-  if (l.is_leader) {
-    l.valid_for = FromProto(m.valid_for());
-    l.valid_until = since + absl::ToChronoNanoseconds(l.valid_for);
-    const absl::Duration deadline = FromProto(m.valid_until_boottime());
-    if (deadline > absl::ZeroDuration() && kSharesSidecarClock) {
-      l.valid_until = Clock::time_point(absl::ToChronoNanoseconds(deadline));
-    }
-  }
-  return l;
 }
 
 // What a watch compares to decide whether a state is news: everything but
@@ -81,26 +57,6 @@ Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
 auto Key(const Leadership& l) {
   return std::tie(l.is_leader, l.observed, l.stepping_down, l.identity, l.holder_identity,
                   l.lease_uid, l.fencing_token);
-}
-
-// The one mapping from gRPC statuses to absl on this boundary: anything that
-// means "no usable sidecar here" is kUnavailable with a message that says
-// what to check.
-absl::Status Translate(const std::string& addr, const grpc::Status& status) {
-  switch (status.error_code()) {
-    case grpc::StatusCode::OK:
-      return absl::OkStatus();
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-    case grpc::StatusCode::UNIMPLEMENTED:
-    case grpc::StatusCode::CANCELLED:
-      return absl::UnavailableError(absl::StrCat(
-          "no baton sidecar answering at ", addr, " (is the baton container running, and is $",
-          kGrpcAddrEnv, " right?): ", status.error_message()));
-    default:
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          absl::StrCat(addr, ": ", status.error_message()));
-  }
 }
 
 std::string NotLeaderReason(const Leadership& l, absl::Duration remaining,
@@ -118,6 +74,50 @@ std::string NotLeaderReason(const Leadership& l, absl::Duration remaining,
 }
 
 constexpr absl::string_view kNotLeaderPayload = "baton.client/not-leader";
+constexpr absl::string_view kWrongLeasePayload = "baton.client/wrong-lease";
+
+std::string LeaseText(absl::string_view name, absl::string_view ns) {
+  return absl::StrCat(ns, "/", name);
+}
+
+// OK if `l` comes from a sidecar serving the Lease the connection expects
+// (or it expects none); the wrong-Lease error otherwise.
+absl::Status CheckLease(const internal::Connection& connection, const Leadership& l) {
+  const ClientOptions& want = connection.options;
+  if (want.lease_name.empty() ||
+      (l.lease_name == want.lease_name &&
+       (want.lease_namespace.empty() || l.lease_namespace == want.lease_namespace))) {
+    return absl::OkStatus();
+  }
+  const std::string served = LeaseText(l.lease_name, l.lease_namespace);
+  absl::Status status = absl::FailedPreconditionError(
+      absl::StrCat("the baton sidecar at ", connection.addr, " serves Lease ", served,
+                   ", not the expected ", LeaseText(want.lease_name, want.lease_namespace)));
+  status.SetPayload(kWrongLeasePayload, absl::Cord(served));
+  return status;
+}
+
+// Fills in the expected Lease from the environment when the options name
+// none; kInvalidArgument for a namespace without a name.
+absl::Status ResolveExpectedLease(ClientOptions& options) {
+  auto env = [](absl::string_view name) {
+    const char* value = std::getenv(std::string(name).c_str());
+    return std::string(value == nullptr ? "" : value);
+  };
+  if (options.lease_name.empty() && options.lease_namespace.empty()) {
+    options.lease_name = env(kLeaseNameEnv);
+    options.lease_namespace = env(kLeaseNamespaceEnv);
+  }
+  if (options.lease_name.empty() && !options.lease_namespace.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the expected Lease (lease_name or $", kLeaseNameEnv, ") needs a name"));
+  }
+  return absl::OkStatus();
+}
+
+constexpr size_t kMaxFieldManager = 128;  // the API server's limit
+
+bool PrintableAscii(char c) { return c >= 0x20 && c <= 0x7e; }
 
 bool ValidClientId(absl::string_view id) {
   return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -149,6 +149,97 @@ Clock::time_point After(absl::Duration timeout) {
 
 }  // namespace
 
+namespace internal {
+
+Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
+  Leadership l;
+  l.is_leader = m.is_leader();
+  l.identity = m.identity();
+  l.holder_identity = m.holder_identity();
+  l.fencing_token = m.fencing_token();
+  l.fencing_revision = m.fencing_revision();
+  l.lease_name = m.lease_name();
+  l.lease_namespace = m.lease_namespace();
+  l.lease_uid = m.lease_uid();
+  if (m.has_acquire_time()) l.acquire_time = TimeFromProto(m.acquire_time());
+  if (m.has_renew_time()) l.renew_time = TimeFromProto(m.renew_time());
+  if (m.has_lease_duration()) l.lease_duration = DurationFromProto(m.lease_duration());
+  l.observed = m.observed();
+  l.stepping_down = m.stepping_down();
+  if (l.is_leader) {
+    l.valid_for = DurationFromProto(m.valid_for());
+    l.valid_until = since + absl::ToChronoNanoseconds(l.valid_for);
+    const absl::Duration deadline = DurationFromProto(m.valid_until_boottime());
+    if (deadline > absl::ZeroDuration() && kSharesSidecarClock) {
+      l.valid_until = Clock::time_point(absl::ToChronoNanoseconds(deadline));
+    }
+  }
+  return l;
+}
+
+absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body, Clock::time_point since) {
+  auto refused = [](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("not a baton Leadership: ", why));
+  };
+  const std::string text(body);
+  // protobuf's JSON parser also takes a string ("true") for a bool, which
+  // proto3 JSON does not: the booleans are checked on the JSON itself.
+  google::protobuf::Struct object;
+  if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &object); !parsed.ok()) {
+    return refused(parsed.message().as_string());
+  }
+  for (const char* field : {"isLeader", "observed", "steppingDown"}) {
+    const auto it = object.fields().find(field);
+    if (it != object.fields().end() && !it->second.has_bool_value() &&
+        !it->second.has_null_value()) {
+      return refused(absl::StrCat(field, " is not a boolean"));
+    }
+  }
+  v1::Leadership m;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &m, options); !parsed.ok()) {
+    return refused(parsed.message().as_string());
+  }
+  return FromProto(m, since);
+}
+
+absl::Duration RemainingAt(const Leadership& l, Clock::time_point now) {
+  if (!l.is_leader) return absl::ZeroDuration();
+  return std::max(absl::FromChrono(l.valid_until - now), absl::ZeroDuration());
+}
+
+absl::StatusOr<int32_t> RequireLeaderAt(const Leadership& l, absl::Duration min_validity,
+                                        Clock::time_point now) {
+  const absl::Duration remaining = RemainingAt(l, now);
+  if (!l.is_leader || remaining <= absl::ZeroDuration() || remaining < min_validity) {
+    absl::Status status =
+        absl::FailedPreconditionError(NotLeaderReason(l, remaining, min_validity));
+    status.SetPayload(kNotLeaderPayload, absl::Cord(l.holder_identity));
+    return status;
+  }
+  return l.fencing_token;
+}
+
+absl::Status Translate(const std::string& addr, const grpc::Status& status) {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return absl::OkStatus();
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::UNIMPLEMENTED:
+    case grpc::StatusCode::CANCELLED:
+      return absl::UnavailableError(absl::StrCat(
+          "no baton sidecar answering at ", addr, " (is the baton container running, and is $",
+          kGrpcAddrEnv, " right?): ", status.error_message()));
+    default:
+      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                          absl::StrCat(addr, ": ", status.error_message()));
+  }
+}
+
+}  // namespace internal
+
 BootClock::time_point BootClock::now() noexcept {
   timespec ts{};
   // Cannot fail for a clock id the kernel has (CLOCK_BOOTTIME: Linux 2.6.39).
@@ -156,9 +247,25 @@ BootClock::time_point BootClock::now() noexcept {
   return time_point(std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec));
 }
 
-absl::Duration Leadership::Remaining() const {
-  if (!is_leader) return absl::ZeroDuration();
-  return std::max(absl::FromChrono(valid_until - Clock::now()), absl::ZeroDuration());
+absl::Duration Leadership::Remaining() const { return internal::RemainingAt(*this, Clock::now()); }
+
+absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body) {
+  return internal::ParseLeadershipJson(body, Clock::now());
+}
+
+std::string Leadership::FieldManager() const {
+  if (identity.empty() || (identity.size() <= kMaxFieldManager &&
+                           std::all_of(identity.begin(), identity.end(), PrintableAscii))) {
+    return identity;
+  }
+  uint64_t fnv = 0xcbf29ce484222325;
+  for (const char c : identity) {
+    fnv = (fnv ^ static_cast<unsigned char>(c)) * 0x100000001b3;
+  }
+  std::string prefix = identity.substr(0, kMaxFieldManager - 17);
+  std::replace_if(
+      prefix.begin(), prefix.end(), [](char c) { return !PrintableAscii(c); }, '_');
+  return absl::StrCat(prefix, "-", absl::Hex(fnv, absl::kZeroPad16));
 }
 
 absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr) {
@@ -187,6 +294,11 @@ bool IsNotLeader(const absl::Status& status) {
          status.GetPayload(kNotLeaderPayload).has_value();
 }
 
+bool IsWrongLease(const absl::Status& status) {
+  return status.code() == absl::StatusCode::kFailedPrecondition &&
+         status.GetPayload(kWrongLeasePayload).has_value();
+}
+
 // --- Client ------------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
@@ -198,6 +310,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(ClientOptions options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "client_id \"", options.client_id, "\" is not 1 to 64 characters from [A-Za-z0-9._-]"));
   }
+  if (absl::Status lease = ResolveExpectedLease(options); !lease.ok()) return lease;
   grpc::ChannelArguments args;
   // gRPC's default reconnect backoff grows to two minutes, and its resolver
   // waits 30s between re-resolutions (even of an IP literal) after a
@@ -234,8 +347,10 @@ absl::StatusOr<Leadership> Client::GetLeadership() const {
   v1::Leadership response;
   const Clock::time_point sent = Clock::now();
   const grpc::Status status = connection_->stub->GetLeadership(&context, request, &response);
-  if (!status.ok()) return Translate(connection_->addr, status);
-  return FromProto(response, sent);
+  if (!status.ok()) return internal::Translate(connection_->addr, status);
+  Leadership l = internal::FromProto(response, sent);
+  if (absl::Status lease = CheckLease(*connection_, l); !lease.ok()) return lease;
+  return l;
 }
 
 absl::StatusOr<bool> Client::IsLeader() const {
@@ -247,14 +362,7 @@ absl::StatusOr<bool> Client::IsLeader() const {
 absl::StatusOr<int32_t> Client::RequireLeader(absl::Duration min_validity) const {
   absl::StatusOr<Leadership> l = GetLeadership();
   if (!l.ok()) return l.status();
-  const absl::Duration remaining = l->Remaining();
-  if (!l->is_leader || remaining <= absl::ZeroDuration() || remaining < min_validity) {
-    absl::Status status =
-        absl::FailedPreconditionError(NotLeaderReason(*l, remaining, min_validity));
-    status.SetPayload(kNotLeaderPayload, absl::Cord(l->holder_identity));
-    return status;
-  }
-  return l->fencing_token;
+  return internal::RequireLeaderAt(*l, min_validity, Clock::now());
 }
 
 absl::StatusOr<bool> Client::Resign() const {
@@ -262,7 +370,7 @@ absl::StatusOr<bool> Client::Resign() const {
   context.set_deadline(CallDeadline(connection_->options.call_timeout));
   v1::ResignResponse response;
   const grpc::Status status = connection_->stub->Resign(&context, v1::ResignRequest(), &response);
-  if (!status.ok()) return Translate(connection_->addr, status);
+  if (!status.ok()) return internal::Translate(connection_->addr, status);
   return response.was_leader();
 }
 
@@ -274,7 +382,7 @@ absl::StatusOr<bool> Client::AcknowledgeStepDown(int32_t fencing_token) const {
   request.set_fencing_token(fencing_token);
   v1::AcknowledgeStepDownResponse response;
   const grpc::Status status = connection_->stub->AcknowledgeStepDown(&context, request, &response);
-  if (!status.ok()) return Translate(connection_->addr, status);
+  if (!status.ok()) return internal::Translate(connection_->addr, status);
   return response.acknowledged();
 }
 
@@ -432,16 +540,25 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
   std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader =
       connection_->stub->WatchLeadership(&stream->context, request);
   v1::WatchLeadershipResponse message;
+  absl::Status wrong_lease;
   while (reader->Read(&message)) {
-    auto item = std::make_unique<Item>(Item{FromProto(message.leadership(), Clock::now())});
+    Leadership l = internal::FromProto(message.leadership(), Clock::now());
+    wrong_lease = CheckLease(*connection_, l);
+    if (!wrong_lease.ok()) {
+      stream->context.TryCancel();
+      break;
+    }
+    auto item = std::make_unique<Item>(Item{std::move(l)});
     absl::MutexLock lock(&mu_);
     item_ = std::move(item);
   }
   const grpc::Status status = reader->Finish();
   absl::Status ended =
-      status.ok() ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
-                                                        " ended the stream (shutting down)"))
-                  : Translate(connection_->addr, status);
+      !wrong_lease.ok() ? wrong_lease
+      : status.ok()
+          ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
+                                                " ended the stream (shutting down)"))
+          : internal::Translate(connection_->addr, status);
   absl::MutexLock lock(&mu_);
   item_ = std::make_unique<Item>(Item{std::move(ended)});
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "conformance.h"
 #include "gtest/gtest.h"
 
 namespace baton::client {
@@ -83,8 +84,10 @@ TEST(ClientTest, AbsentSidecarFailsFastWithAClearError) {
   EXPECT_FALSE(IsNotLeader(token.status()));
   EXPECT_NE(token.status().message().find(absent.addr()), absl::string_view::npos)
       << token.status();
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(client->GetLeadership().status().code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(client->IsLeader().status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  conformance::Passed("absent-sidecar");
 }
 
 TEST(WatchTest, ReportsAnAbsentSidecarAndKeepsRetrying) {
@@ -113,6 +116,43 @@ TEST(WatchTest, CancelUnblocksNextOnASidecarThatNeverAnswers) {
   EXPECT_EQ(cancelled.code(), absl::StatusCode::kCancelled) << cancelled;
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   canceller.join();
+}
+
+// The same identities and managers as the Go and Python clients' tests.
+TEST(FieldManagerTest, IsTheIdentityOrAValidDistinctStandIn) {
+  const struct {
+    std::string identity, manager;
+  } cases[] = {
+      {"web-0_3f9a1c", "web-0_3f9a1c"},
+      {std::string(200, 'x') + "_1", std::string(111, 'x') + "-090fac22cfc2b4ad"},
+      {"tab\there", "tab_here-778309ed1f28b0f9"},
+      {"\xc3\xbc"
+       "n\xc3\xaf"
+       "code",
+       "__n__code-b1b0d40350a25beb"},  // "ünïcode"
+      {"", ""},
+  };
+  for (const auto& c : cases) {
+    Leadership l;
+    l.identity = c.identity;
+    EXPECT_EQ(l.FieldManager(), c.manager) << c.identity;
+  }
+}
+
+TEST(ClientTest, AnExpectedLeaseNeedsAName) {
+  ClientOptions options;
+  options.lease_namespace = "ns";
+  EXPECT_EQ(Client::Create(options).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ClientTest, TheExpectedLeaseComesFromTheEnvironment) {
+  const std::string name(kLeaseNameEnv), ns(kLeaseNamespaceEnv);
+  setenv(ns.c_str(), "ns", 1);  // NOLINT(concurrency-mt-unsafe): one thread
+  unsetenv(name.c_str());       // NOLINT(concurrency-mt-unsafe): one thread
+  EXPECT_EQ(Client::Create().status().code(), absl::StatusCode::kInvalidArgument)
+      << "$" << ns << " without $" << name;
+  unsetenv(ns.c_str());  // NOLINT(concurrency-mt-unsafe): one thread
+  EXPECT_TRUE(Client::Create().ok());
 }
 
 }  // namespace

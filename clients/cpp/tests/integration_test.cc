@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "baton/client/client.h"
+#include "conformance.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -35,6 +36,8 @@ struct Sidecar {
 };
 
 struct Fixture {
+  std::string namespace_;
+  std::string lease_name;
   absl::Duration lease_duration;
   absl::Duration renew_deadline;
   std::vector<Sidecar> sidecars;
@@ -48,7 +51,9 @@ Fixture ReadFixture() {
   google::protobuf::Struct json;
   EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(text.str(), &json).ok()) << path;
   const auto& f = json.fields();
-  Fixture fx{absl::Seconds(f.at("leaseDuration").number_value()),
+  Fixture fx{f.at("namespace").string_value(),
+             f.at("leaseName").string_value(),
+             absl::Seconds(f.at("leaseDuration").number_value()),
              absl::Seconds(f.at("renewDeadline").number_value()),
              {}};
   for (const auto& v : f.at("sidecars").list_value().values()) {
@@ -60,19 +65,41 @@ Fixture ReadFixture() {
   return fx;
 }
 
-std::unique_ptr<Client> Connect(const Sidecar& s, absl::Duration call_timeout = absl::Seconds(2)) {
+ClientOptions FastOptions(const Sidecar& s) {
   ClientOptions options;
   options.grpc_addr = s.grpc;
-  options.call_timeout = call_timeout;
   options.heartbeat_interval = absl::Milliseconds(300);
   options.min_backoff = absl::Milliseconds(50);
   options.max_backoff = absl::Milliseconds(500);
+  return options;
+}
+
+std::unique_ptr<Client> Connect(const Sidecar& s, absl::Duration call_timeout = absl::Seconds(2)) {
+  ClientOptions options = FastOptions(s);
+  options.call_timeout = call_timeout;
   return *Client::Create(options);
 }
 
 void Signal(const Sidecar& s, int sig) {
   ASSERT_NE(s.pid, 0) << s.identity << " is not running";
   ASSERT_EQ(kill(s.pid, sig), 0);
+}
+
+// Waits until a SIGSTOP sent to `s` has taken effect (kill returns before
+// the process is stopped, and it may answer meanwhile).
+void AwaitStopped(const Sidecar& s) {
+  const auto deadline = steady_clock::now() + std::chrono::seconds(2);
+  while (steady_clock::now() < deadline) {
+    std::ifstream in(absl::StrCat("/proc/", s.pid, "/stat"));
+    std::stringstream stat;
+    stat << in.rdbuf();
+    // The state follows the command name in parentheses: "T" is stopped.
+    const std::string text = stat.str();
+    const size_t end = text.rfind(") ");
+    if (end != std::string::npos && text.compare(end + 2, 1, "T") == 0) return;
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  FAIL() << s.identity << " (pid " << s.pid << ") did not stop within 2s";
 }
 
 class SidecarsTest : public testing::Test {
@@ -243,6 +270,7 @@ TEST_F(SidecarsTest, ClientReconnectsAfterTheSidecarRestarts) {
   ASSERT_TRUE(now.ok()) << now.status();
   EXPECT_EQ(now->identity, identity);
   EXPECT_EQ(ReadFixture().sidecars[leader_].identity, identity);
+  conformance::Passed("restarting-sidecar");
 }
 
 TEST_F(SidecarsTest, AcknowledgeStepDownGivesBackThisClientsPromisesOnly) {
@@ -279,9 +307,8 @@ TEST_F(SidecarsTest, SigtermHandoverCarriesRevisionsAndKeepsAPollersPromises) {
   });
   std::vector<std::unique_ptr<Client>> clients;
   std::vector<std::unique_ptr<Watch>> watches;
-  for (size_t i = 0; i < fx_.sidecars.size(); ++i) {
-    if (static_cast<int>(i) == leader_) continue;
-    clients.push_back(Connect(fx_.sidecars[i]));
+  for (const Sidecar& s : fx_.sidecars) {
+    clients.push_back(Connect(s));
     watches.push_back(clients.back()->Watch());
     ASSERT_TRUE(watches.back()->Next(absl::Seconds(5)).ok());
   }
@@ -289,26 +316,35 @@ TEST_F(SidecarsTest, SigtermHandoverCarriesRevisionsAndKeepsAPollersPromises) {
 
   Signal(old, SIGTERM);
   std::optional<Leadership> next;
-  BootClock::time_point seen{};
+  bool stepped_down = false;
+  BootClock::time_point seen{}, old_promise{};  // old_promise: the old leader's watch's last
   const auto deadline = steady_clock::now() + std::chrono::seconds(10);
-  while (!next.has_value() && steady_clock::now() < deadline) {
-    for (std::unique_ptr<Watch>& watch : watches) {
-      absl::StatusOr<Leadership> l = watch->Next(absl::Milliseconds(20));
-      if (l.ok() && l->is_leader) {
+  while (!(next.has_value() && stepped_down) && steady_clock::now() < deadline) {
+    for (size_t i = 0; i < watches.size(); ++i) {
+      absl::StatusOr<Leadership> l = watches[i]->Next(absl::Milliseconds(20));
+      if (!l.ok()) continue;  // the old leader's stream ends when it exits
+      if (static_cast<int>(i) == leader_ && l->identity == old.identity) {
+        if (l->is_leader) old_promise = std::max(old_promise, l->valid_until);
+        stepped_down = stepped_down || l->stepping_down || !l->is_leader;
+      } else if (static_cast<int>(i) != leader_ && l->is_leader && !next.has_value()) {
         seen = BootClock::now();
         next = *l;
-        break;
       }
     }
   }
   polling = false;
   poller.join();
   ASSERT_TRUE(next.has_value()) << "no follower took over after SIGTERM of the leader";
+  EXPECT_TRUE(stepped_down) << "the old leader's watch never said it stepped down";
   EXPECT_GT(next->fencing_token, before->fencing_token);
   EXPECT_GT(next->fencing_revision, before->fencing_revision);
-  // The poller never acknowledged: its last promise had to lapse first.
+  // The poller never acknowledged: its last promise had to lapse first; and
+  // so did the last one the old leader's watch delivered.
   EXPECT_GE(absl::FromChrono(seen - last_promise), absl::ZeroDuration())
       << "the successor led before the old leader's last promise to a poller lapsed";
+  EXPECT_GE(absl::FromChrono(seen - old_promise), absl::ZeroDuration())
+      << "the successor led before the old leader's watched promise lapsed";
+  conformance::Passed("watch-through-handover");
 }
 
 TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
@@ -358,6 +394,9 @@ TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
   const bool first_started = wait_for(1);
   // Let the promises Settle() was given lapse: it never acknowledges.
   std::this_thread::sleep_for(absl::ToChronoMilliseconds(fx_.renew_deadline) + milliseconds(200));
+  // A fresh promise to the client running the work: only its acknowledgement
+  // lets the next leader start before it lapses.
+  const absl::StatusOr<Leadership> promise = clients[leader_]->GetLeadership();
   const BootClock::time_point sent = BootClock::now();
   Signal(fx_.sidecars[leader_], SIGTERM);
   const bool next_started = first_started && wait_for(2);
@@ -378,7 +417,79 @@ TEST_F(SidecarsTest, RunWhileLeaderAcknowledgesSoTheHandoverIsFast) {
       << "the new work started before the old one returned";
   const absl::Duration handover = absl::FromChrono(next.at - sent);
   EXPECT_LT(handover, fx_.renew_deadline / 2) << "handover took " << handover;
+  ASSERT_TRUE(promise.ok() && promise->is_leader) << promise.status();
+  EXPECT_LT(next.at, promise->valid_until) << "the next leader waited for the acknowledged promise";
   std::printf("SIGTERM -> new leader's work started: %s\n", absl::FormatDuration(handover).c_str());
+  conformance::Passed("step-down-ack");
+}
+
+// The conformance scenario require-leader-after-pause: while the leader's
+// sidecar is stopped for longer than the Lease, its old answer lapses and
+// RequireLeader fails as unavailable; afterwards a higher token leads.
+TEST_F(SidecarsTest, RequireLeaderNeverReturnsATokenWhileTheSidecarIsPaused) {
+  const Sidecar s = fx_.sidecars[leader_];
+  std::unique_ptr<Client> client = Connect(s);
+  const absl::StatusOr<Leadership> answer = client->GetLeadership();
+  ASSERT_TRUE(answer.ok() && answer->is_leader) << answer.status();
+  Signal(s, SIGSTOP);
+  AwaitStopped(s);  // on failure the checks below fail too, and SIGCONT follows
+  const auto pause_end =
+      steady_clock::now() + absl::ToChronoMilliseconds(fx_.lease_duration + absl::Seconds(1.5));
+  while (steady_clock::now() < pause_end) {
+    const absl::StatusOr<int32_t> token = client->RequireLeader(absl::ZeroDuration());
+    if (token.status().code() != absl::StatusCode::kUnavailable) {
+      ADD_FAILURE() << "RequireLeader during the pause: " << token.status() << " "
+                    << token.value_or(-1);
+      break;
+    }
+  }
+  EXPECT_EQ(answer->Remaining(), absl::ZeroDuration());
+  Signal(s, SIGCONT);
+
+  bool paused_ok = false, higher = false;
+  const auto deadline = steady_clock::now() + std::chrono::seconds(5);
+  while (!(paused_ok && higher) && steady_clock::now() < deadline) {
+    const absl::StatusOr<Leadership> l = client->GetLeadership();
+    paused_ok =
+        paused_ok || (l.ok() && (!l->is_leader || l->fencing_token > answer->fencing_token));
+    for (const Sidecar& other : ReadFixture().sidecars) {
+      const absl::StatusOr<Leadership> o = Connect(other, absl::Milliseconds(500))->GetLeadership();
+      higher = higher || (o.ok() && o->is_leader && o->fencing_token > answer->fencing_token);
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(paused_ok) << "the paused sidecar still answers leader with the old token";
+  EXPECT_TRUE(higher) << "no sidecar leads with a token above " << answer->fencing_token;
+  conformance::Passed("require-leader-after-pause");
+}
+
+TEST_F(SidecarsTest, AClientExpectingAnotherLeaseRefusesTheAnswers) {
+  const Sidecar& s = fx_.sidecars[leader_];
+  ClientOptions wrong_options = FastOptions(s);
+  wrong_options.lease_name = "not-this-lease";
+  wrong_options.lease_namespace = fx_.namespace_;
+  std::unique_ptr<Client> wrong = *Client::Create(wrong_options);
+  const absl::StatusOr<Leadership> refused = wrong->GetLeadership();
+  ASSERT_TRUE(IsWrongLease(refused.status())) << refused.status();
+  EXPECT_FALSE(IsNotLeader(refused.status()));
+  EXPECT_NE(refused.status().message().find(fx_.namespace_ + "/not-this-lease"), std::string::npos)
+      << refused.status();
+  EXPECT_NE(refused.status().message().find(fx_.namespace_ + "/" + fx_.lease_name),
+            std::string::npos)
+      << refused.status();
+  const absl::StatusOr<bool> is_leader = wrong->IsLeader();
+  EXPECT_TRUE(IsWrongLease(is_leader.status())) << is_leader.status();
+  EXPECT_TRUE(IsWrongLease(wrong->RequireLeader(absl::ZeroDuration()).status()));
+  const absl::StatusOr<Leadership> watched = wrong->Watch()->Next(absl::Seconds(5));
+  EXPECT_TRUE(IsWrongLease(watched.status())) << watched.status();
+
+  ClientOptions right_options = FastOptions(s);
+  right_options.lease_name = fx_.lease_name;
+  right_options.lease_namespace = fx_.namespace_;
+  const absl::StatusOr<Leadership> answer = (*Client::Create(right_options))->GetLeadership();
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  EXPECT_TRUE(answer->is_leader);
+  conformance::Passed("lease-identity");
 }
 
 }  // namespace

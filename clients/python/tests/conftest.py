@@ -23,6 +23,19 @@ def send(sidecar: Dict[str, Any], sig: signal.Signals) -> None:
     os.kill(sidecar["pid"], sig)
 
 
+def wait_stopped(sidecar: Dict[str, Any]) -> None:
+    """Waits until a SIGSTOP sent to the sidecar has taken effect (kill
+    returns before the process is stopped, and it may answer meanwhile)."""
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        with open(f"/proc/{sidecar['pid']}/stat") as f:
+            # The state follows the command name in parentheses: "T" is stopped.
+            if f.read().rpartition(") ")[2].startswith("T"):
+                return
+        time.sleep(0.001)
+    raise AssertionError(f"sidecar {sidecar['index']} did not stop within 2s")
+
+
 def wait_settled(timeout: float = 20.0) -> Tuple[Dict[str, Any], int]:
     """Waits until every sidecar runs, has read the Lease and answers, and
     exactly one leads;

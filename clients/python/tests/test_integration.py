@@ -12,7 +12,8 @@ import pytest
 
 from baton_client import (AsyncClient, BatonError, Client, HttpClient, NotLeaderError,
                           SidecarUnavailableError, boottime)
-from conftest import read_fixture, send, wait_settled
+from conformance import passed
+from conftest import read_fixture, send, wait_settled, wait_stopped
 
 FAST = dict(heartbeat_interval=0.3, min_backoff=0.05, max_backoff=0.5)
 
@@ -130,6 +131,43 @@ def test_require_leader_fails_after_the_leader_is_paused_past_its_validity(settl
     assert HttpClient(fx2["sidecars"][li2]["http"]).require_leader() > token
 
 
+def test_require_leader_never_returns_a_token_while_the_sidecar_is_paused(settled):
+    fx, li = settled
+    s = fx["sidecars"][li]
+    with Client(s["grpc"], **FAST) as c:
+        answer = c.leadership()
+        assert answer.is_leader
+        send(s, signal.SIGSTOP)
+        try:
+            wait_stopped(s)
+            pause_end = time.monotonic() + fx["leaseDuration"] + 1.5
+            while time.monotonic() < pause_end:
+                with pytest.raises(SidecarUnavailableError):
+                    c.require_leader()
+            assert answer.remaining() == 0
+        finally:
+            send(s, signal.SIGCONT)
+        deadline = time.monotonic() + 5
+        paused_ok = higher = False
+        while time.monotonic() < deadline and not (paused_ok and higher):
+            try:
+                state = c.leadership()
+                paused_ok = paused_ok or not state.is_leader or (
+                    state.fencing_token > answer.fencing_token)
+            except SidecarUnavailableError:
+                pass
+            for other in read_fixture()["sidecars"]:
+                try:
+                    lead = HttpClient(other["http"], timeout=0.5).leadership()
+                    higher = higher or (lead.is_leader and lead.fencing_token > answer.fencing_token)
+                except SidecarUnavailableError:
+                    pass
+            time.sleep(0.1)
+        assert paused_ok, "the paused sidecar still answers leader with the old token"
+        assert higher, f"no sidecar leads with a token above {answer.fencing_token} within 5s"
+    passed("require-leader-after-pause")
+
+
 def _require(c):
     try:
         return c.require_leader()
@@ -198,6 +236,7 @@ def test_sync_watch_reconnects_after_the_sidecar_restarts(settled):
         assert saw_outage
         assert state.identity == read_fixture()["sidecars"][li]["identity"]
         assert c.leadership().identity == state.identity
+    passed("restarting-sidecar")
 
 
 def _last_promise(sidecar, stop, out):
@@ -228,33 +267,45 @@ def test_sigterm_handover_carries_revisions_and_keeps_a_pollers_promises(settled
     promised: "queue.Queue" = queue.Queue()
     poller = threading.Thread(target=_last_promise, args=(leader, stop, promised), daemon=True)
     poller.start()
-    followers = [(i, Client(s["grpc"], **FAST)) for i, s in enumerate(fx["sidecars"]) if i != li]
+    watchers = [(i, Client(s["grpc"], **FAST)) for i, s in enumerate(fx["sidecars"])]
     states: "queue.Queue" = queue.Queue()
 
     def follow(i, c):
         for state in c.watch(stop):
             states.put((i, state, boottime()))
 
-    for i, c in followers:
+    for i, c in watchers:
         threading.Thread(target=follow, args=(i, c), daemon=True).start()
     try:
         time.sleep(0.3)
         send(leader, signal.SIGTERM)
-        while True:
+        stepped_down, old_promise, successor = False, 0.0, None
+        while not (stepped_down and successor):
             i, state, seen = states.get(timeout=10)
-            if state.is_leader:
-                break
+            if state.error is not None:
+                continue  # the old leader's stream ends when it exits
+            if i == li and state.identity == before.identity:
+                if state.is_leader:
+                    old_promise = max(old_promise, state.valid_until)
+                if state.stepping_down or not state.is_leader:
+                    stepped_down = True
+            elif i != li and state.is_leader and successor is None:
+                successor = (state, seen)
         stop.set()
+        state, seen = successor
         last = promised.get(timeout=5)
-        # The poller never acknowledged: its last promise had to lapse first.
+        # The poller never acknowledged: its last promise had to lapse first;
+        # and so did the last one the old leader's watch delivered.
         assert seen >= last, f"successor led {last - seen:.3f}s before a promise lapsed"
+        assert seen >= old_promise, f"successor led {old_promise - seen:.3f}s before a watched promise lapsed"
         assert state.fencing_token > before.fencing_token
         assert before.fencing_revision > 0
         assert state.fencing_revision > before.fencing_revision
     finally:
         stop.set()
-        for _, c in followers:
+        for _, c in watchers:
             c.close()
+    passed("watch-through-handover")
 
 
 def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
@@ -282,6 +333,10 @@ def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
         assert i == li
         # Let the promises settled() was given lapse: it never acknowledges.
         time.sleep(fx["renewDeadline"] + 0.2)
+        # A fresh promise to the client running the work: only its
+        # acknowledgement lets the next leader start before it lapses.
+        promise = clients[li].leadership()
+        assert promise.is_leader
         sent = boottime()
         send(fx["sidecars"][li], signal.SIGTERM)
         j, term, at = started.get(timeout=10)
@@ -289,6 +344,7 @@ def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
         assert returned.get(first.fencing_token, float("inf")) <= at, \
             "the new work started before the old one returned"
         assert at - sent < fx["renewDeadline"] / 2, f"handover took {at - sent:.3f}s"
+        assert at < promise.valid_until, "the next leader waited for the acknowledged promise"
         assert term.fencing_token > first.fencing_token
         assert term.fencing_revision > first.fencing_revision
     finally:
@@ -297,6 +353,7 @@ def test_run_while_leader_acknowledges_so_the_handover_is_fast(settled):
             r.join(10)
         for c in clients:
             c.close()
+    passed("step-down-ack")
 
 
 def test_http_acknowledge_step_down_gives_back_this_clients_promises_only(settled):

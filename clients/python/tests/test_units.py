@@ -17,6 +17,7 @@ from baton_client import (Fence, HttpClient, Leadership, NotLeaderError,
 from baton_client._address import resolve
 from baton_client.leadership import (StreamStalled, WatchTracker, boottime, check_leader,
                                      from_json)
+from conformance import passed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -120,8 +121,13 @@ def test_absent_sidecar_fails_fast_with_a_clear_error():
     from baton_client import Client
     with Client(addr) as client:
         with pytest.raises(SidecarUnavailableError, match=addr):
-            client.require_leader()
+            client.leadership()
+        with pytest.raises(SidecarUnavailableError):
+            client.is_leader()
+        with pytest.raises(SidecarUnavailableError, match=addr):
+            client.require_leader()  # not NotLeaderError: nobody answered
     assert time.monotonic() - start < 2
+    passed("absent-sidecar")
 
 
 def test_sync_watch_reports_an_absent_sidecar_and_keeps_retrying():

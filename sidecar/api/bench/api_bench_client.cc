@@ -9,21 +9,36 @@
 //   latency p50/p99/max over all handovers, and the per-handover "all
 //   notified within" (the slowest stream of each handover) p50/max.
 //
+// --mode=sse: the same with --watchers GET /leader/watch streams (Server-Sent
+//   Events) on --http_target, one TCP connection each, read by one epoll
+//   thread; the handovers are still triggered through gRPC Resign.
+//
 // --mode=unary: keeps --concurrency GetLeadership calls in flight over
 //   --channels connections for --duration; prints calls/s and latency
 //   p50/p99. A lighter load generator than ghz, whose own CPU use caps what
 //   it can measure on a 2-core machine.
 //
 // Output: one line of key=value results.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -37,7 +52,10 @@ ABSL_FLAG(int, watchers, 1000, "concurrent WatchLeadership streams");
 ABSL_FLAG(int, channels, 8, "connections to spread the streams over");
 ABSL_FLAG(int, handovers, 20, "handovers to measure");
 ABSL_FLAG(absl::Duration, pause, absl::Milliseconds(200), "pause between handovers");
-ABSL_FLAG(std::string, mode, "watch", "watch (fan-out latency) or unary (GetLeadership load)");
+ABSL_FLAG(std::string, mode, "watch",
+          "watch or sse (fan-out latency of WatchLeadership or GET /leader/watch), or unary "
+          "(GetLeadership load)");
+ABSL_FLAG(std::string, http_target, "127.0.0.1:4040", "sse: HTTP address of the server");
 ABSL_FLAG(int, concurrency, 64, "unary: calls in flight");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(10), "unary: how long to run");
 
@@ -117,6 +135,135 @@ class Watcher final : public grpc::ClientReadReactor<WatchLeadershipResponse> {
   grpc::ClientContext context_;
   v1::WatchLeadershipRequest request_;
   WatchLeadershipResponse message_;
+};
+
+// --mode=sse: the streams, one non-blocking socket each, read on one epoll
+// thread. An event's data line gives the fencing token; its acquireTime (the
+// publish time) is parsed once per token.
+class SseWatchers {
+ public:
+  explicit SseWatchers(Collector* collector) : collector_(collector) {}
+
+  // Opens `n` streams on `target` ("ip:port") and starts reading them; false
+  // (with a message on stderr) if one cannot be opened.
+  bool Open(const std::string& target, int n) {
+    const size_t colon = target.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(target.substr(colon + 1), &port)) {
+      std::fprintf(stderr, "api_bench_client: bad --http_target %s\n", target.c_str());
+      return false;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, target.substr(0, colon).c_str(), &addr.sin_addr);
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    const std::string request =
+        "GET /leader/watch HTTP/1.1\r\nHost: bench\r\nAccept: text/event-stream\r\n\r\n";
+    conns_.resize(n);
+    for (int i = 0; i < n; ++i) {
+      const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      conns_[i].fd = fd;
+      if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+          send(fd, request.data(), request.size(), MSG_NOSIGNAL) !=
+              static_cast<ssize_t>(request.size())) {
+        std::fprintf(stderr, "api_bench_client: stream %d could not connect\n", i);
+        return false;
+      }
+      fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u32 = static_cast<uint32_t>(i);
+      epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    reader_ = std::thread([this] { Read(); });
+    return true;
+  }
+
+  ~SseWatchers() {
+    stop_ = true;
+    if (reader_.joinable()) reader_.join();
+    for (const Conn& c : conns_) {
+      if (c.fd >= 0) close(c.fd);
+    }
+    if (epoll_ >= 0) close(epoll_);
+  }
+
+ private:
+  struct Conn {
+    int fd = -1;
+    bool initial_seen = false;
+    std::string pending;  // bytes after the last complete line
+  };
+
+  void Read() {
+    std::vector<epoll_event> events(256);
+    char buffer[16 * 1024];
+    while (!stop_) {
+      const int ready = epoll_wait(epoll_, events.data(), static_cast<int>(events.size()), 100);
+      for (int e = 0; e < ready; ++e) {
+        Conn& c = conns_[events[e].data.u32];
+        for (;;) {
+          const ssize_t got = recv(c.fd, buffer, sizeof(buffer), 0);
+          if (got <= 0) break;
+          const absl::Time now = absl::Now();
+          c.pending.append(buffer, static_cast<size_t>(got));
+          size_t start = 0;
+          for (size_t end; (end = c.pending.find('\n', start)) != std::string::npos;
+               start = end + 1) {
+            OnLine(c, std::string_view(c.pending).substr(start, end - start), now);
+          }
+          c.pending.erase(0, start);
+        }
+      }
+    }
+  }
+
+  void OnLine(Conn& c, std::string_view line, absl::Time now) {
+    if (line.substr(0, 6) != "data: ") return;
+    if (!c.initial_seen) {
+      c.initial_seen = true;
+      collector_->Initial();
+      return;
+    }
+    const int32_t token = Number(line, "\"fencingToken\":");
+    auto published = published_.find(token);
+    if (published == published_.end()) {
+      absl::Time at;
+      std::string error;
+      const std::string_view text = Quoted(line, "\"acquireTime\":\"");
+      absl::ParseTime(absl::RFC3339_full, std::string(text), &at, &error);
+      published = published_.emplace(token, at).first;
+    }
+    collector_->Changed(token, now - published->second);
+  }
+
+  // The integer after `key`; 0 if absent.
+  static int32_t Number(std::string_view line, std::string_view key) {
+    const size_t at = line.find(key);
+    int32_t value = 0;
+    if (at != std::string_view::npos) {
+      const std::string_view rest = line.substr(at + key.size());
+      const std::string_view digits = rest.substr(0, rest.find_first_of(",}"));
+      (void)absl::SimpleAtoi(absl::string_view(digits.data(), digits.size()), &value);
+    }
+    return value;
+  }
+
+  // The string value after `key` (which ends with the opening quote).
+  static std::string_view Quoted(std::string_view line, std::string_view key) {
+    const size_t at = line.find(key);
+    if (at == std::string_view::npos) return {};
+    std::string_view rest = line.substr(at + key.size());
+    return rest.substr(0, rest.find('"'));
+  }
+
+  Collector* const collector_;
+  int epoll_ = -1;
+  std::vector<Conn> conns_;
+  std::map<int32_t, absl::Time> published_;  // reader thread only
+  std::atomic<bool> stop_{false};
+  std::thread reader_;
 };
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
@@ -216,9 +363,15 @@ int Run() {
 
   Collector collector;
   std::vector<std::unique_ptr<Watcher>> watchers;
-  watchers.reserve(n);
-  for (int i = 0; i < n; ++i) {
-    watchers.push_back(std::make_unique<Watcher>(stubs[i % stubs.size()].get(), &collector));
+  std::unique_ptr<SseWatchers> sse;
+  if (absl::GetFlag(FLAGS_mode) == "sse") {
+    sse = std::make_unique<SseWatchers>(&collector);
+    if (!sse->Open(absl::GetFlag(FLAGS_http_target), n)) return 1;
+  } else {
+    watchers.reserve(n);
+    for (int i = 0; i < n; ++i) {
+      watchers.push_back(std::make_unique<Watcher>(stubs[i % stubs.size()].get(), &collector));
+    }
   }
   if (!collector.AwaitInitial(n, absl::Seconds(30))) {
     std::fprintf(stderr, "api_bench_client: not every stream got its first message\n");
@@ -246,13 +399,15 @@ int Run() {
 
   std::printf(
       "watchers=%d handovers=%zu incomplete=%d stream_p50_ms=%.2f stream_p99_ms=%.2f "
-      "stream_max_ms=%.2f all_notified_p50_ms=%.2f all_notified_max_ms=%.2f\n",
+      "stream_max_ms=%.2f all_notified_p50_ms=%.2f all_notified_p99_ms=%.2f "
+      "all_notified_max_ms=%.2f\n",
       n, slowest_per_handover.size(), incomplete, Ms(Percentile(all, 0.50)),
       Ms(Percentile(all, 0.99)), Ms(Percentile(all, 1.0)),
-      Ms(Percentile(slowest_per_handover, 0.50)), Ms(Percentile(slowest_per_handover, 1.0)));
+      Ms(Percentile(slowest_per_handover, 0.50)), Ms(Percentile(slowest_per_handover, 0.99)),
+      Ms(Percentile(slowest_per_handover, 1.0)));
 
   for (auto& w : watchers) w->Cancel();
-  collector.AwaitDone(n);
+  if (!watchers.empty()) collector.AwaitDone(n);
   return incomplete == 0 ? 0 : 1;
 }
 

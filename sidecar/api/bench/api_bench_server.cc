@@ -36,7 +36,7 @@ ABSL_FLAG(std::string, http_addr, "127.0.0.1:0", "HTTP API address");
 ABSL_FLAG(std::string, grpc_addr, "127.0.0.1:0", "gRPC address");
 ABSL_FLAG(std::string, metrics_addr, "", "probes-and-metrics address; empty: none");
 ABSL_FLAG(int, http_threads, 1, "HTTP server threads");
-ABSL_FLAG(int, max_watchers, 2000, "WatchLeadership stream limit");
+ABSL_FLAG(int, max_watchers, 2000, "WatchLeadership and GET /leader/watch stream limit");
 ABSL_FLAG(int, max_connections, 512, "HTTP connection limit");
 ABSL_FLAG(int, fanout_threads, baton::GrpcServerOptions().fanout_threads,
           "threads starting the writes of a WatchLeadership fan-out");
@@ -93,6 +93,7 @@ int Run() {
   http_options.address = absl::GetFlag(FLAGS_http_addr);
   http_options.threads = absl::GetFlag(FLAGS_http_threads);
   http_options.max_connections = absl::GetFlag(FLAGS_max_connections);
+  http_options.max_watchers = absl::GetFlag(FLAGS_max_watchers);
   HttpServer http(http_options, &context);
 
   std::unique_ptr<HttpServer> probes;

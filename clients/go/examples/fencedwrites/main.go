@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	baton "github.com/baton-sidecar/baton/clients/go"
+	"github.com/baton-sidecar/baton/clients/go/baton"
 )
 
 func main() {

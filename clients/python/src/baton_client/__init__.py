@@ -19,7 +19,9 @@ leader".
 from typing import Any
 
 from ._address import DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, ENV_GRPC_ADDR, ENV_HTTP_ADDR
-from .errors import BatonError, NotLeaderError, SidecarUnavailableError, StaleTokenError
+from ._lease import ENV_LEASE_NAME, ENV_LEASE_NAMESPACE
+from .errors import (BatonError, NotLeaderError, SidecarUnavailableError, StaleTokenError,
+                     WrongLeaseError)
 from .fence import (REVISION_HEADER, TOKEN_HEADER, Fence, revision_from_headers,
                     revision_headers, token_from_headers, token_headers)
 from .http import HttpClient
@@ -27,9 +29,10 @@ from .leadership import Leadership, boottime
 
 __all__ = [
     "AsyncClient", "BatonError", "Client", "DEFAULT_GRPC_ADDR", "DEFAULT_HTTP_ADDR",
-    "ENV_GRPC_ADDR", "ENV_HTTP_ADDR", "Fence", "HttpClient", "Leadership", "NotLeaderError",
-    "REVISION_HEADER", "SidecarUnavailableError", "StaleTokenError", "TOKEN_HEADER", "boottime",
-    "revision_from_headers", "revision_headers", "token_from_headers", "token_headers",
+    "ENV_GRPC_ADDR", "ENV_HTTP_ADDR", "ENV_LEASE_NAME", "ENV_LEASE_NAMESPACE", "Fence",
+    "HttpClient", "Leadership", "NotLeaderError", "REVISION_HEADER", "SidecarUnavailableError",
+    "StaleTokenError", "TOKEN_HEADER", "WrongLeaseError", "boottime", "revision_from_headers",
+    "revision_headers", "token_from_headers", "token_headers",
 ]
 
 

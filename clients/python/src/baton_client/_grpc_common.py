@@ -32,7 +32,9 @@ def translate(addr: str, err: grpc.RpcError) -> BatonError:
     code = err.code() if hasattr(err, "code") else None
     if code in _UNAVAILABLE:
         return SidecarUnavailableError(addr, f"{code.name}: {err.details()}", ENV_GRPC_ADDR)
-    return BatonError(f"{addr}: {err}")
+    if code is None:
+        return BatonError(f"{addr}: {err}")
+    return BatonError(f"{addr}: {code.name}: {err.details()}")
 
 
 def watch_request(heartbeat_interval: float, client_id: str) -> pb.WatchLeadershipRequest:

@@ -10,6 +10,7 @@ import grpc
 
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
 from ._grpc_common import channel_options, translate, watch_request
+from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError
 from ._leader_work import leading, same_term
 from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, boottime, check_leader,
@@ -27,9 +28,12 @@ class AsyncClient:
 
     def __init__(self, addr: Optional[str] = None, *, call_timeout: float = 2.0,
                  heartbeat_interval: float = 1.0, min_backoff: float = 0.1,
-                 max_backoff: float = 2.0, client_id: Optional[str] = None) -> None:
+                 max_backoff: float = 2.0, client_id: Optional[str] = None,
+                 lease_name: Optional[str] = None,
+                 lease_namespace: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_GRPC_ADDR, DEFAULT_GRPC_ADDR, allow_unix=True)
         self.client_id = client_id_or_random(client_id)
+        self.lease = expected_lease(lease_name, lease_namespace)
         self.call_timeout = call_timeout
         self.heartbeat_interval = heartbeat_interval
         self._min_backoff, self._max_backoff = min_backoff, max_backoff
@@ -49,14 +53,15 @@ class AsyncClient:
 
     async def leadership(self, timeout: Optional[float] = None) -> Leadership:
         """The current state. Raises SidecarUnavailableError if no sidecar
-        answers within ``timeout`` (default: call_timeout)."""
+        answers within ``timeout`` (default: call_timeout), WrongLeaseError if
+        it serves another Lease than the expected one."""
         sent = boottime()
         try:
             msg = await self._stub.GetLeadership(pb.GetLeadershipRequest(client_id=self.client_id),
                                                  timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
-        return from_proto(msg, sent)
+        return check_lease(from_proto(msg, sent), self.lease, self.addr)
 
     async def is_leader(self) -> bool:
         """Whether this pod leads right now (see Client.is_leader)."""
@@ -200,7 +205,8 @@ class AsyncClient:
                 if msg is grpc.aio.EOF:
                     raise SidecarUnavailableError(
                         self.addr, "the sidecar ended the stream (shutting down)", ENV_GRPC_ADDR)
-                news = tracker.received(from_proto(msg.leadership, boottime()))
+                news = tracker.received(check_lease(from_proto(msg.leadership, boottime()),
+                                                    self.lease, self.addr))
                 if news is not None:
                     yield news
         finally:

@@ -12,6 +12,7 @@ import grpc
 from . import _leader_work
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
 from ._grpc_common import channel_options, translate, watch_request
+from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError
 from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, boottime, check_leader,
                          client_id_or_random, from_proto, sleep_unless_stopped,
@@ -43,13 +44,21 @@ class Client:
             records its leader answers under it as promises that
             :meth:`acknowledge_step_down` gives back. Default: 16 random hex
             digits per client object, which is what it should normally be.
+        lease_name, lease_namespace: the Lease the sidecar must serve;
+            default ``$BATON_LEASE_NAME`` and ``$BATON_LEASE_NAMESPACE``.
+            Answers from a sidecar serving another Lease are refused with
+            WrongLeaseError (an empty namespace checks the name only). None:
+            any Lease.
     """
 
     def __init__(self, addr: Optional[str] = None, *, call_timeout: float = 2.0,
                  heartbeat_interval: float = 1.0, min_backoff: float = 0.1,
-                 max_backoff: float = 2.0, client_id: Optional[str] = None) -> None:
+                 max_backoff: float = 2.0, client_id: Optional[str] = None,
+                 lease_name: Optional[str] = None,
+                 lease_namespace: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_GRPC_ADDR, DEFAULT_GRPC_ADDR, allow_unix=True)
         self.client_id = client_id_or_random(client_id)
+        self.lease = expected_lease(lease_name, lease_namespace)
         self.call_timeout = call_timeout
         self.heartbeat_interval = heartbeat_interval
         self._min_backoff, self._max_backoff = min_backoff, max_backoff
@@ -69,14 +78,15 @@ class Client:
 
     def leadership(self, timeout: Optional[float] = None) -> Leadership:
         """The current state. Raises SidecarUnavailableError if no sidecar
-        answers within ``timeout`` (default: call_timeout)."""
+        answers within ``timeout`` (default: call_timeout), WrongLeaseError if
+        it serves another Lease than the expected one."""
         sent = boottime()
         try:
             msg = self._stub.GetLeadership(pb.GetLeadershipRequest(client_id=self.client_id),
                                            timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
-        return from_proto(msg, sent)
+        return check_lease(from_proto(msg, sent), self.lease, self.addr)
 
     def is_leader(self) -> bool:
         """Whether this pod leads right now. Raises SidecarUnavailableError
@@ -160,8 +170,9 @@ class Client:
 
         When a leader's guarantee runs out before the sidecar confirms it
         again (a paused sidecar), it yields the state turned follower. When
-        the stream breaks or goes silent it yields ``Leadership(error=...)``
-        and reconnects with backoff; the first state after a reconnect is
+        the stream breaks or goes silent, or the sidecar serves another Lease
+        than the expected one, it yields ``Leadership(error=...)`` and
+        reconnects with backoff; the first state after a reconnect is
         always yielded.
         """
         backoff = Backoff(self._min_backoff, self._max_backoff)
@@ -187,9 +198,10 @@ class Client:
         def read() -> None:
             try:
                 for msg in call:
-                    received.put(from_proto(msg.leadership, boottime()))
+                    received.put(check_lease(from_proto(msg.leadership, boottime()),
+                                             self.lease, self.addr))
                 received.put(_EOF)
-            except grpc.RpcError as e:
+            except (grpc.RpcError, BatonError) as e:
                 received.put(e)
 
         reader = threading.Thread(target=read, name="baton-watch", daemon=True)
@@ -213,6 +225,8 @@ class Client:
                         self.addr, "the sidecar ended the stream (shutting down)", ENV_GRPC_ADDR)
                 if isinstance(item, grpc.RpcError):
                     raise translate(self.addr, item) from item
+                if isinstance(item, BatonError):  # the sidecar serves another Lease
+                    raise item
                 news = tracker.received(item)
                 if news is not None:
                     yield news

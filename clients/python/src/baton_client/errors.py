@@ -24,6 +24,21 @@ class SidecarUnavailableError(BatonError):
             f"and is ${env_var} right?): {cause}")
 
 
+class WrongLeaseError(BatonError):
+    """The sidecar at ``addr`` serves the Lease ``served``, not the Lease
+    ``expected`` this client was told to expect (``lease_name`` /
+    ``$BATON_LEASE_NAME``): its answers are about another workload's
+    leadership and were refused. Act as a follower, and fix the address or
+    the expected Lease. Leases are written ``namespace/name``."""
+
+    def __init__(self, addr: str, expected: str, served: str) -> None:
+        self.addr = addr
+        self.expected = expected
+        self.served = served
+        super().__init__(
+            f"the baton sidecar at {addr} serves Lease {served}, not the expected {expected}")
+
+
 class NotLeaderError(BatonError):
     """This pod must not write: it does not lead, or not with the validity
     that was asked for.

@@ -14,9 +14,19 @@ from typing import Iterator, Optional
 
 from . import _leader_work
 from ._address import DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolve
-from .errors import BatonError, SidecarUnavailableError
+from ._lease import check_lease, expected_lease
+from .errors import BatonError, SidecarUnavailableError, WrongLeaseError
 from .leadership import (Backoff, Leadership, WatchTracker, boottime, check_leader,
-                         client_id_or_random, from_json, sleep_unless_stopped, wait_for_leader)
+                         client_id_or_random, parse_json, sleep_unless_stopped, wait_for_leader)
+
+
+def status_error(addr: str, request: str, status: int, reason: str) -> BatonError:
+    """The error for an HTTP error status: 503 (the sidecar is shutting down,
+    or at its connection limit) is SidecarUnavailableError, any other status
+    a BatonError naming it."""
+    if status == 503:
+        return SidecarUnavailableError(addr, f"{request}: HTTP 503: {reason}", ENV_HTTP_ADDR)
+    return BatonError(f"{request}: HTTP {status}: {reason}")
 
 
 class HttpClient:
@@ -28,16 +38,21 @@ class HttpClient:
             block the caller.
         client_id: sent as ``?client_id=`` with every GET /leader, as for
             Client (default: 16 random hex digits per client object).
+        lease_name, lease_namespace: the Lease the sidecar must serve, as
+            for Client (default ``$BATON_LEASE_NAME``,
+            ``$BATON_LEASE_NAMESPACE``).
     """
 
     def __init__(self, addr: Optional[str] = None, *, timeout: float = 2.0,
-                 client_id: Optional[str] = None) -> None:
+                 client_id: Optional[str] = None, lease_name: Optional[str] = None,
+                 lease_namespace: Optional[str] = None) -> None:
         self.addr = resolve(addr, ENV_HTTP_ADDR, DEFAULT_HTTP_ADDR, allow_unix=False)
         self.timeout = timeout
         self.client_id = client_id_or_random(client_id)
+        self.lease = expected_lease(lease_name, lease_namespace)
 
     def _request(self, method: str, path: str, **query: object) -> tuple:
-        """Returns (JSON body, boottime() when the request was sent)."""
+        """Returns (the body, boottime() when the request was sent)."""
         url = f"http://{self.addr}{path}"
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -45,18 +60,27 @@ class HttpClient:
         sent = boottime()
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return json.load(resp), sent
+                return resp.read(), sent
         except urllib.error.HTTPError as e:
             reason = e.read(512).decode("utf-8", "replace").strip()
-            raise BatonError(f"{method} {path}: HTTP {e.code}: {reason}") from e
-        except (OSError, ValueError) as e:  # refused, reset, timeout, bad JSON
+            raise status_error(self.addr, f"{method} {path}", e.code, reason) from e
+        except OSError as e:  # refused, reset, timeout
             raise SidecarUnavailableError(self.addr, e, ENV_HTTP_ADDR) from e
+
+    def _json(self, method: str, path: str, **query: object) -> dict:
+        """The JSON object a POST answers; BatonError if it is malformed."""
+        body, _ = self._request(method, path, **query)
+        try:
+            return json.loads(body)
+        except ValueError as e:
+            raise BatonError(f"{method} {path}: malformed answer: {e}") from e
 
     def leadership(self) -> Leadership:
         """The current state (GET /leader). Raises SidecarUnavailableError if
-        no sidecar answers."""
+        no sidecar answers, WrongLeaseError if it serves another Lease than
+        the expected one, BatonError for a malformed answer."""
         body, sent = self._request("GET", "/leader", client_id=self.client_id)
-        return from_json(body, sent)
+        return check_lease(parse_json(body, sent), self.lease, self.addr)
 
     def is_leader(self) -> bool:
         """Whether this pod leads right now. Raises SidecarUnavailableError
@@ -72,8 +96,7 @@ class HttpClient:
     def resign(self) -> bool:
         """Steps down now and releases the Lease (POST /resign). Returns
         whether this pod was leader. The sidecar keeps campaigning."""
-        body, _ = self._request("POST", "/resign")
-        return bool(body.get("wasLeader", False))
+        return bool(self._json("POST", "/resign").get("wasLeader", False))
 
     def acknowledge_step_down(self, fencing_token: int) -> bool:
         """POST /leader/ack: this application has stopped acting on the term
@@ -84,8 +107,8 @@ class HttpClient:
         still gets a safe handover, but a slow one: the sidecar releases the
         Lease only once the last promise it gave has lapsed, up to its
         --renew-deadline after the last answer."""
-        body, _ = self._request("POST", "/leader/ack", client_id=self.client_id,
-                                fencing_token=int(fencing_token))
+        body = self._json("POST", "/leader/ack", client_id=self.client_id,
+                          fencing_token=int(fencing_token))
         return bool(body.get("acknowledged", False))
 
     def run_while_leader(self, work: "_leader_work.Work", *,
@@ -103,7 +126,8 @@ class HttpClient:
         """Polls GET /leader and yields the current state, then each change
         (leader, holder, token, stepping down, observed), until ``stop`` is
         set or the loop breaks. A leader's state turns follower when its
-        guarantee runs out between polls. While no sidecar answers it yields
+        guarantee runs out between polls. While no sidecar answers, or it
+        serves another Lease than the expected one, it yields
         ``Leadership(error=...)`` and retries with backoff."""
         backoff = Backoff(min_backoff, max_backoff)
         tracker = WatchTracker(stall_timeout=float("inf"))
@@ -111,7 +135,7 @@ class HttpClient:
             try:
                 news = tracker.received(self.leadership())
                 backoff.reset()
-            except SidecarUnavailableError as e:
+            except (SidecarUnavailableError, WrongLeaseError) as e:
                 tracker = WatchTracker(stall_timeout=float("inf"))
                 yield Leadership(error=e)
                 sleep_unless_stopped(backoff.next(), stop)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import random
 import re
 import secrets
@@ -14,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator, Mapping, Optional
 
-from .errors import NotLeaderError
+from .errors import BatonError, NotLeaderError
 
 if hasattr(time, "CLOCK_BOOTTIME"):
     def boottime() -> float:
@@ -97,11 +98,29 @@ class Leadership:
     #: Set only on states a watch yields while the sidecar is unreachable.
     error: Optional[Exception] = None
 
-    def remaining(self) -> float:
-        """Seconds of guaranteed leadership left now (0 if not leader)."""
+    def remaining(self, now: Optional[float] = None) -> float:
+        """Seconds of guaranteed leadership left at the :func:`boottime`
+        reading ``now`` (default: now); 0 if not leader."""
         if not self.is_leader:
             return 0.0
-        return max(0.0, self.valid_until - boottime())
+        return max(0.0, self.valid_until - (boottime() if now is None else now))
+
+    def field_manager(self) -> str:
+        """The server-side-apply field manager for Kubernetes writes made
+        under this leadership: the sidecar's holder identity ("" without
+        one). Every sidecar process has an identity of its own, so every term
+        has a manager of its own: take the fields over once at the start of
+        the term (``force=True``), then apply every write without force, and
+        if two pods believe they lead at once the one whose fields were taken
+        over gets 409 Conflict naming the other's manager instead of silently
+        overwriting its writes.
+
+        The API server takes at most 128 printable characters: an identity
+        that is longer, or has anything but printable ASCII, becomes its
+        first 111 bytes (others replaced by ``_``), ``-`` and 16 hex digits
+        of its 64-bit FNV-1a hash, so identities that differ only near the
+        end still get different managers."""
+        return field_manager(self.identity)
 
     def _key(self) -> tuple:
         return (self.is_leader, self.observed, self.stepping_down, self.identity,
@@ -111,13 +130,28 @@ class Leadership:
         return dataclasses.replace(self, is_leader=False, valid_for=0.0, valid_until=0.0)
 
 
+_MAX_FIELD_MANAGER = 128  # the API server's limit
+
+
+def field_manager(identity: str) -> str:
+    """Leadership.field_manager() for a holder identity."""
+    raw = identity.encode()
+    if not raw or (len(raw) <= _MAX_FIELD_MANAGER and all(0x20 <= b <= 0x7E for b in raw)):
+        return identity
+    fnv = 0xCBF29CE484222325
+    for b in raw:
+        fnv = ((fnv ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    prefix = "".join(chr(b) if 0x20 <= b <= 0x7E else "_" for b in raw[:_MAX_FIELD_MANAGER - 17])
+    return f"{prefix}-{fnv:016x}"
+
+
 _RFC3339 = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$")
 
 
 def _parse_time(value: Optional[str]) -> Optional[datetime.datetime]:
     if not value:
         return None
-    m = _RFC3339.match(value)
+    m = _RFC3339.match(value) if isinstance(value, str) else None
     if not m:
         raise ValueError(f"not an RFC 3339 time: {value!r}")
     frac = (m.group(2) or "")[:6].ljust(6, "0")  # datetime holds microseconds
@@ -125,10 +159,13 @@ def _parse_time(value: Optional[str]) -> Optional[datetime.datetime]:
     return datetime.datetime.fromisoformat(f"{m.group(1)}.{frac}{zone}")
 
 
+_DURATION = re.compile(r"^-?\d+(\.\d{1,9})?s$")
+
+
 def _parse_duration(value: Optional[str]) -> Optional[float]:
     if value is None:
         return None
-    if not value.endswith("s"):
+    if not isinstance(value, str) or not _DURATION.match(value):
         raise ValueError(f"not a proto3 JSON duration: {value!r}")
     return float(value[:-1])
 
@@ -144,29 +181,64 @@ def _valid_until(is_leader: bool, valid_for: float, sidecar_deadline: Optional[f
     return since + valid_for
 
 
+_INTEGER = re.compile(r"^-?\d+$")
+
+
+def _field(obj: Mapping[str, Any], key: str, kind: type, bits: int = 0) -> Any:
+    """``obj[key]`` checked against its proto3 JSON type: a bool, a str, or
+    (``bits`` > 0) a signed integer as a JSON number or decimal string;
+    None (null or absent) becomes the type's default. Raises ValueError."""
+    value = obj.get(key)
+    if value is None:
+        return kind()
+    if bits:
+        if type(value) is int or (isinstance(value, str) and _INTEGER.match(value)):
+            number = int(value)
+            if -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+                return number
+        raise ValueError(f"{key}: {value!r} is not a {bits}-bit integer")
+    if type(value) is not kind:
+        raise ValueError(f"{key}: {value!r} is not a {kind.__name__}")
+    return value
+
+
+def parse_json(text: Any, since: float) -> Leadership:
+    """Parses a GET /leader body (str or bytes) with :func:`from_json`.
+    Raises BatonError for anything but a JSON object whose fields have the
+    types of baton.v1.Leadership."""
+    try:
+        obj = json.loads(text)
+        if not isinstance(obj, dict):
+            raise ValueError("not a JSON object")
+        return from_json(obj, since)
+    except ValueError as e:  # json.JSONDecodeError and UnicodeDecodeError too
+        raise BatonError(f"malformed answer from the sidecar: {e}") from e
+
+
 def from_json(obj: Mapping[str, Any], since: float) -> Leadership:
     """Converts the proto3 JSON of a Leadership (GET /leader); ``since`` is the
     :func:`boottime` its validity counts from if the sidecar sent no
-    ``validUntilBoottime``."""
-    is_leader = bool(obj.get("isLeader", False))
+    ``validUntilBoottime``. Unknown fields are ignored; raises ValueError for
+    a field of the wrong type."""
+    is_leader = _field(obj, "isLeader", bool)
     valid_for = (_parse_duration(obj.get("validFor")) or 0.0) if is_leader else 0.0
+    deadline = _parse_duration(obj.get("validUntilBoottime"))
     return Leadership(
         is_leader=is_leader,
-        identity=obj.get("identity", ""),
-        holder_identity=obj.get("holderIdentity", ""),
-        fencing_token=int(obj.get("fencingToken", 0)),
-        fencing_revision=int(obj.get("fencingRevision", 0)),  # an int64: a JSON string
-        lease_name=obj.get("leaseName", ""),
-        lease_namespace=obj.get("leaseNamespace", ""),
-        lease_uid=obj.get("leaseUid", ""),
+        identity=_field(obj, "identity", str),
+        holder_identity=_field(obj, "holderIdentity", str),
+        fencing_token=_field(obj, "fencingToken", int, bits=32),
+        fencing_revision=_field(obj, "fencingRevision", int, bits=64),  # an int64: a JSON string
+        lease_name=_field(obj, "leaseName", str),
+        lease_namespace=_field(obj, "leaseNamespace", str),
+        lease_uid=_field(obj, "leaseUid", str),
         acquire_time=_parse_time(obj.get("acquireTime")),
         renew_time=_parse_time(obj.get("renewTime")),
         valid_for=valid_for,
-        valid_until=_valid_until(is_leader, valid_for,
-                                 _parse_duration(obj.get("validUntilBoottime")), since),
+        valid_until=_valid_until(is_leader, valid_for, deadline, since),
         lease_duration=_parse_duration(obj.get("leaseDuration")),
-        observed=bool(obj.get("observed", False)),
-        stepping_down=bool(obj.get("steppingDown", False)),
+        observed=_field(obj, "observed", bool),
+        stepping_down=_field(obj, "steppingDown", bool),
     )
 
 
@@ -196,10 +268,11 @@ def from_proto(msg: Any, since: float) -> Leadership:
     )
 
 
-def check_leader(lead: Leadership, min_validity: float) -> int:
+def check_leader(lead: Leadership, min_validity: float, now: Optional[float] = None) -> int:
     """Returns ``lead``'s fencing token if it leads with at least
-    ``min_validity`` seconds left; raises NotLeaderError otherwise."""
-    remaining = lead.remaining()
+    ``min_validity`` seconds left at the :func:`boottime` reading ``now``
+    (default: now); raises NotLeaderError otherwise."""
+    remaining = lead.remaining(now)
     if not lead.is_leader or remaining <= 0 or remaining < min_validity:
         raise NotLeaderError(lead, min_validity, remaining)
     return lead.fencing_token

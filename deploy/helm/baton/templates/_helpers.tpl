@@ -34,65 +34,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
 {{/*
-The baton container. In native mode it is an init container with
-restartPolicy: Always; the rest is the same in both modes.
+The settings this chart passes to the deploy/helm/baton-lib templates, as
+YAML: its values (the keys the library reads) with the names it gives.
+Use as (dict "root" . "baton" (include "baton.libSettings" . | fromYaml)).
 */}}
-{{- define "baton.sidecar" -}}
-- name: baton
-  image: "{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}"
-  imagePullPolicy: {{ .Values.image.pullPolicy }}
-  {{- if eq .Values.sidecarMode "native" }}
-  restartPolicy: Always
-  {{- end }}
-  args:
-  - --lease-name={{ include "baton.leaseName" . }}
-  - --lease-duration={{ .Values.leaseDuration }}
-  - --renew-deadline={{ .Values.renewDeadline }}
-  - --retry-period={{ .Values.retryPeriod }}
-  - --release-on-shutdown={{ .Values.releaseOnShutdown }}
-  - --shutdown-grace={{ .Values.shutdownGrace }}
-  # The application's API on loopback; probes and metrics on the Pod IP.
-  - --http-addr=127.0.0.1:{{ .Values.httpPort }}
-  - --grpc-addr=127.0.0.1:{{ .Values.grpcPort }}
-  - --metrics-addr=0.0.0.0:{{ .Values.metrics.port }}
-  {{- range .Values.extraArgs }}
-  - {{ . | quote }}
-  {{- end }}
-  env:
-  - name: POD_NAME
-    valueFrom:
-      fieldRef:
-        fieldPath: metadata.name
-  - name: POD_NAMESPACE
-    valueFrom:
-      fieldRef:
-        fieldPath: metadata.namespace
-  ports:
-  - name: metrics
-    containerPort: {{ .Values.metrics.port }}
-  {{- if eq .Values.sidecarMode "native" }}
-  # The application starts once baton answers.
-  startupProbe:
-    httpGet: {path: /healthz, port: metrics}
-    periodSeconds: 1
-    failureThreshold: 30
-  {{- end }}
-  # Fails only when the election loop is stuck, not when the API server is
-  # unreachable.
-  livenessProbe:
-    httpGet: {path: /healthz, port: metrics}
-    periodSeconds: 10
-    timeoutSeconds: 2
-    failureThreshold: 3
-  {{- if .Values.leaderReadiness.enabled }}
-  # Leader-only readiness: see leaderReadiness in values.yaml for the rollout caveat.
-  readinessProbe:
-    httpGet: {path: /readyz/leader, port: metrics}
-    periodSeconds: 1
-    failureThreshold: 1
-  {{- end }}
-  resources:
-    {{- toYaml .Values.resources | nindent 4 }}
-  securityContext:
-    {{- toYaml .Values.containerSecurityContext | nindent 4 }}
+{{- define "baton.libSettings" -}}
+{{- $settings := deepCopy .Values -}}
+{{- $_ := set $settings "name" (include "baton.fullname" .) -}}
+{{- $_ = set $settings "leaseName" (include "baton.leaseName" .) -}}
+{{- $_ = set $settings.serviceAccount "name" (include "baton.serviceAccountName" .) -}}
+{{- $_ = set $settings "labels" (include "baton.labels" . | fromYaml) -}}
+{{- toYaml $settings -}}
 {{- end -}}

@@ -43,6 +43,10 @@ struct Connection;  // the gRPC channel and stub, shared by a Client and its Wat
 // Where the sidecar serves gRPC by default, and the variable that overrides it.
 inline constexpr absl::string_view kDefaultGrpcAddr = "127.0.0.1:4041";
 inline constexpr absl::string_view kGrpcAddrEnv = "BATON_GRPC_ADDR";
+// The variables that give the Lease a client expects when ClientOptions do
+// not (see ClientOptions::lease_name).
+inline constexpr absl::string_view kLeaseNameEnv = "BATON_LEASE_NAME";
+inline constexpr absl::string_view kLeaseNamespaceEnv = "BATON_LEASE_NAMESPACE";
 
 // The node's CLOCK_BOOTTIME as a std::chrono clock: time since boot,
 // including time spent suspended. The sidecar's validity deadlines are on
@@ -103,6 +107,20 @@ struct Leadership {
 
   // Guaranteed leadership left now: zero if not leader or already past.
   absl::Duration Remaining() const;
+
+  // The server-side-apply field manager for Kubernetes writes made under
+  // this leadership: the sidecar's holder identity ("" without one). Every
+  // sidecar process has an identity of its own, so every term has a manager
+  // of its own: take the fields over once at the start of the term
+  // (force=true), then apply every write without force, and if two pods
+  // believe they lead at once the one whose fields were taken over gets 409
+  // Conflict naming the other's manager instead of silently overwriting its
+  // writes. The API server takes at most 128 printable characters: an
+  // identity that is longer, or has anything but printable ASCII, becomes its
+  // first 111 bytes (others replaced by '_'), '-' and 16 hex digits of its
+  // 64-bit FNV-1a hash, so identities that differ only near the end still get
+  // different managers.
+  std::string FieldManager() const;
 };
 
 struct ClientOptions {
@@ -123,6 +141,15 @@ struct ClientOptions {
   // under it as promises that AcknowledgeStepDown gives back. Empty: 16
   // random hex digits per Client, which is what it should normally be.
   std::string client_id;
+  // The Lease the sidecar must serve. Every answer from a sidecar serving
+  // another Lease is refused with a wrong-Lease error (IsWrongLease) naming
+  // both: with two sidecars on one network namespace (hostNetwork), an
+  // address mix-up would otherwise let this application act on another
+  // workload's leadership. An empty namespace checks the name only. Both
+  // empty: $BATON_LEASE_NAME and $BATON_LEASE_NAMESPACE, and if those are
+  // unset too, any Lease is accepted.
+  std::string lease_name;
+  std::string lease_namespace;
 };
 
 // The application's leader work for Client::RunWhileLeader. It runs on a
@@ -143,8 +170,20 @@ absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr);
 // with BootClock again.
 inline constexpr absl::Duration kClockRecheck = absl::Milliseconds(100);
 
+// Converts a GET /leader body (the proto3 JSON of baton.v1.Leadership), for
+// applications that read the sidecar's HTTP API themselves. Its validity
+// counts from now if the sidecar sent no deadline of its own. Unknown fields
+// are ignored; kInvalidArgument for anything but a JSON object with fields of
+// the right types.
+absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body);
+
 // True for RequireLeader's "this pod must not write" answer.
 bool IsNotLeader(const absl::Status& status);
+
+// True for the answer of a sidecar serving another Lease than the one the
+// client expects (ClientOptions::lease_name): kFailedPrecondition, naming
+// both Leases. Act as a follower, and fix the address or the expected Lease.
+bool IsWrongLease(const absl::Status& status);
 
 // A blocking reader of one sidecar's leadership changes, from
 // Client::Watch(). Next() is for one thread at a time; Cancel() may be called
@@ -161,7 +200,8 @@ class Watch {
   // leader's guarantee runs out before the sidecar confirms it again (a paused
   // sidecar), returns that state with is_leader false.
   //
-  // kUnavailable when the stream broke, went silent or could not be opened:
+  // kUnavailable when the stream broke, went silent or could not be opened,
+  // IsWrongLease when the sidecar serves another Lease than the expected one:
   // act as a follower; the next call reconnects after a backoff delay.
   // kDeadlineExceeded after `timeout` without news; kCancelled once Cancel()
   // was called.
@@ -217,7 +257,8 @@ class Client {
   // The name this client gives the sidecar (see ClientOptions::client_id).
   const std::string& client_id() const;
 
-  // The current state. kUnavailable (fast) when no sidecar answers.
+  // The current state. kUnavailable (fast) when no sidecar answers;
+  // IsWrongLease when it serves another Lease than the expected one.
   absl::StatusOr<Leadership> GetLeadership() const;
 
   // Whether this pod leads right now; an error means "treat as follower".

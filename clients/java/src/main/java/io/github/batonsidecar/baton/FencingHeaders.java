@@ -1,0 +1,84 @@
+package io.github.batonsidecar.baton;
+
+import java.net.http.HttpRequest;
+
+/**
+ * The HTTP headers that carry a fencing token or revision with a write, so a store behind HTTP
+ * can check it ({@link Fence}, {@link RevisionFence}). The values are decimal integers.
+ *
+ * <pre>{@code
+ * // writer
+ * HttpRequest put = FencingHeaders.withToken(HttpRequest.newBuilder(uri), token).PUT(body).build();
+ * // store
+ * fence.admit(FencingHeaders.parseToken(exchange.getRequestHeaders().getFirst(FencingHeaders.TOKEN)));
+ * }</pre>
+ */
+public final class FencingHeaders {
+  /** The header of a fencing token ({@link Leadership#fencingToken()}). */
+  public static final String TOKEN = "Baton-Fencing-Token";
+  /** The header of a fencing revision ({@link Leadership#fencingRevision()}). */
+  public static final String REVISION = "Baton-Fencing-Revision";
+
+  private FencingHeaders() {}
+
+  /** The header value of a token. */
+  public static String formatToken(int token) {
+    return Integer.toString(token);
+  }
+
+  /** The header value of a revision. */
+  public static String formatRevision(long revision) {
+    return Long.toString(revision);
+  }
+
+  /** Tags an outgoing write with a fencing token. */
+  public static HttpRequest.Builder withToken(HttpRequest.Builder request, int token) {
+    return request.setHeader(TOKEN, formatToken(token));
+  }
+
+  /** Tags an outgoing write with a fencing revision. */
+  public static HttpRequest.Builder withRevision(HttpRequest.Builder request, long revision) {
+    return request.setHeader(REVISION, formatRevision(revision));
+  }
+
+  /**
+   * Reads a {@link #TOKEN} header value.
+   *
+   * @param value the header's value, null when the header is missing
+   * @throws BatonException when it is missing or not a non-negative 32-bit decimal integer
+   */
+  public static int parseToken(String value) {
+    return (int) parse(TOKEN, value, Integer.MAX_VALUE);
+  }
+
+  /**
+   * Reads a {@link #REVISION} header value.
+   *
+   * @param value the header's value, null when the header is missing
+   * @throws BatonException when it is missing or not a non-negative 64-bit decimal integer
+   */
+  public static long parseRevision(String value) {
+    return parse(REVISION, value, Long.MAX_VALUE);
+  }
+
+  private static long parse(String name, String value, long max) {
+    if (value == null || value.isEmpty()) {
+      throw new BatonException("baton: missing " + name + " header");
+    }
+    // Digits only: Long.parseLong would also take a sign.
+    boolean digits = value.length() <= 19 && value.chars().allMatch(c -> c >= '0' && c <= '9');
+    long v = -1;
+    if (digits) {
+      try {
+        v = Long.parseLong(value);
+      } catch (NumberFormatException e) {
+        v = -1; // over 2^63-1
+      }
+    }
+    if (v < 0 || v > max) {
+      throw new BatonException("baton: " + name + " \"" + value + "\" is not a fencing "
+          + (name.equals(TOKEN) ? "token" : "revision"));
+    }
+    return v;
+  }
+}

@@ -1,0 +1,122 @@
+package io.github.batonsidecar.baton;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.grpc.stub.ServerCallStreamObserver;
+import java.time.Duration;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeoutException;
+import org.junit.jupiter.api.Test;
+
+class BatonClientTest {
+  @Test
+  void addressesAreNormalized() {
+    assertEquals("127.0.0.1:4041", BatonClient.normalizeAddress(":4041"));
+    assertEquals("10.0.0.1:80", BatonClient.normalizeAddress("10.0.0.1:80"));
+    assertEquals("[::1]:4041", BatonClient.normalizeAddress("[::1]:4041"));
+    assertEquals("localhost:1", BatonClient.normalizeAddress("localhost:1"));
+    assertEquals("unix:/run/baton.sock", BatonClient.normalizeAddress("unix:/run/baton.sock"));
+    for (String bad : new String[] {"4041", "host:", "host:port", "::1:4041", "h:99999", "unix:"}) {
+      assertThrows(IllegalArgumentException.class, () -> BatonClient.normalizeAddress(bad), bad);
+    }
+  }
+
+  @Test
+  void clientIdIsRandomUnlessSetAndMustBeWellFormed() {
+    try (BatonClient a = BatonClient.builder().address(":1").build();
+        BatonClient b = BatonClient.builder().address(":1").build();
+        BatonClient named = BatonClient.builder().address(":1").clientId("web-0.app_1").build()) {
+      assertTrue(a.clientId().matches("[0-9a-f]{16}"), a.clientId());
+      assertNotEquals(a.clientId(), b.clientId());
+      assertEquals("web-0.app_1", named.clientId());
+    }
+    assertThrows(IllegalArgumentException.class, () -> BatonClient.builder().clientId(""));
+    assertThrows(IllegalArgumentException.class, () -> BatonClient.builder().clientId("a b"));
+    assertThrows(IllegalArgumentException.class,
+        () -> BatonClient.builder().clientId("x".repeat(65)));
+  }
+
+  private static String manager(String identity) {
+    return new Leadership(false, identity, "", 0, 0, "", "", "", java.util.Optional.empty(),
+        java.util.Optional.empty(), Duration.ZERO, Duration.ZERO, Duration.ZERO, false, false)
+        .fieldManager();
+  }
+
+  @Test
+  void fieldManagerIsTheIdentityWhenTheApiServerTakesIt() {
+    for (String id : new String[] {"web-0_3f9a1c", "a".repeat(128), "pod name with spaces", ""}) {
+      assertEquals(id, manager(id));
+    }
+  }
+
+  /** The same identities and managers as the other clients' tests. */
+  @Test
+  void fieldManagerIsTheSameInEveryClient() {
+    assertEquals("x".repeat(111) + "-090fac22cfc2b4ad", manager("x".repeat(200) + "_1"));
+    assertEquals("tab_here-778309ed1f28b0f9", manager("tab\there"));
+    assertEquals("__n__code-b1b0d40350a25beb", manager("ünïcode"));
+  }
+
+  @Test
+  void requireLeaderAnswersTheTokenOrNotLeader() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(5));
+      assertEquals(9, c.requireLeader(Duration.ofSeconds(1)));
+      assertEquals(9, c.requireLeaderAsync(Duration.ZERO).get());
+      NotLeaderException tooShort = assertThrows(NotLeaderException.class,
+          () -> c.requireLeader(Duration.ofSeconds(6)));
+      assertTrue(tooShort.getMessage().contains("ms of guaranteed leadership left"),
+          tooShort.getMessage());
+      fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(5)).toBuilder().setIsLeader(false)
+          .setHolderIdentity("other").build();
+      NotLeaderException follower = assertThrows(NotLeaderException.class,
+          () -> c.requireLeader(Duration.ZERO));
+      assertEquals("baton: not leader: the Lease is held by other", follower.getMessage());
+      assertEquals(Duration.ZERO, follower.leadership().validUntilBoottime());
+    }
+  }
+
+  @Test
+  void waitUntilLeaderTimesOutNamingTheLastError() throws Exception {
+    try (BatonClient c = BatonClient.builder().address("127.0.0.1:1").build()) {
+      TimeoutException e = assertThrows(TimeoutException.class,
+          () -> c.waitUntilLeader(Duration.ofSeconds(2)));
+      assertTrue(e.getMessage().contains("no sidecar answering at 127.0.0.1:1"), e.getMessage());
+    }
+  }
+
+  @Test
+  void interruptingAWaitStopsIt() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      Thread waiter = new Thread(() -> {
+        try {
+          c.waitUntilLeader();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+      });
+      waiter.start();
+      ServerCallStreamObserver<?> stream = (ServerCallStreamObserver<?>) fake.nextStream();
+      waiter.interrupt();
+      waiter.join(5000);
+      assertTrue(!waiter.isAlive(), "waitUntilLeader did not return on interrupt");
+      for (int i = 0; i < 100 && !stream.isCancelled(); i++) {
+        Thread.sleep(10);
+      }
+      assertTrue(stream.isCancelled(), "the wait's watch stream is still open");
+    }
+  }
+
+  @Test
+  void cancellingAWaitStopsIt() {
+    try (BatonClient c = BatonClient.builder().address("127.0.0.1:1").build()) {
+      CompletableFuture<Leadership> f = c.waitUntilLeaderAsync();
+      f.cancel(true);
+      assertThrows(CancellationException.class, f::join);
+    }
+  }
+}

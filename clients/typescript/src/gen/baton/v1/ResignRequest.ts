@@ -1,0 +1,8 @@
+// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+
+
+export interface ResignRequest {
+}
+
+export interface ResignRequest__Output {
+}

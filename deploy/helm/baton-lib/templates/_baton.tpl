@@ -1,0 +1,246 @@
+{{/*
+baton-lib: named templates another chart includes to add baton to a
+workload it renders. Every template takes one argument,
+
+  (dict "root" $ "baton" .Values.baton)
+
+where .Values.baton holds the settings below (any left out take the
+defaults in "baton-lib.defaults"). Names: "name" (default
+"<release>-baton") names the ServiceAccount, Role and RoleBinding, so two
+releases share a namespace; "leaseName" defaults to "name".
+
+  baton-lib.rbac               the ServiceAccount, Role and RoleBinding (as
+                               serviceAccount.create and rbac.create say)
+  baton-lib.container          the sidecar, a list item for initContainers
+                               (sidecarMode native, Kubernetes >= 1.29) or
+                               containers (classic)
+  baton-lib.serviceAccountName the Pod's serviceAccountName
+  baton-lib.leaseName          the Lease
+  baton-lib.checkKubeVersion   fails the render for a native sidecar on a
+                               cluster older than 1.29
+*/}}
+
+{{- define "baton-lib.defaults" -}}
+name: ""
+leaseName: ""
+leaseDuration: 15s
+renewDeadline: 10s
+retryPeriod: 2s
+releaseOnShutdown: true
+shutdownGrace: 5s
+image:
+  repository: ghcr.io/baton-sidecar/baton
+  tag: ""
+  pullPolicy: IfNotPresent
+sidecarMode: native
+rbac:
+  create: true
+serviceAccount:
+  create: true
+  name: ""
+  annotations: {}
+httpPort: 4040
+grpcPort: 4041
+metrics:
+  port: 9090
+leaderReadiness:
+  enabled: false
+resources:
+  requests:
+    cpu: 10m
+    memory: 24Mi
+  limits:
+    memory: 64Mi
+containerSecurityContext:
+  runAsNonRoot: true
+  runAsUser: 65532
+  runAsGroup: 65532
+  allowPrivilegeEscalation: false
+  readOnlyRootFilesystem: true
+  capabilities:
+    drop: [ALL]
+extraArgs: []
+labels: {}
+{{- end -}}
+
+{{/* The settings: .baton over the defaults, as YAML. */}}
+{{- define "baton-lib.settings" -}}
+{{- $defaults := include "baton-lib.defaults" . | fromYaml -}}
+{{- toYaml (mergeOverwrite $defaults (deepCopy (default (dict) .baton))) -}}
+{{- end -}}
+
+{{- define "baton-lib.name" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- default (printf "%s-baton" .root.Release.Name) $s.name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "baton-lib.leaseName" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- default (include "baton-lib.name" .) $s.leaseName -}}
+{{- end -}}
+
+{{- define "baton-lib.serviceAccountName" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- if $s.serviceAccount.create -}}
+{{- default (include "baton-lib.name" .) $s.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" $s.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "baton-lib.checkKubeVersion" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- $kube := .root.Capabilities.KubeVersion.Version -}}
+{{- if and (eq $s.sidecarMode "native") (not (semverCompare ">=1.29.0-0" $kube)) -}}
+{{- fail (printf "sidecarMode=native needs Kubernetes >= 1.29 (this cluster: %s); use sidecarMode=classic" $kube) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The baton container. In native mode it is an init container with
+restartPolicy: Always; the rest is the same in both modes.
+*/}}
+{{- define "baton-lib.container" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+- name: baton
+  image: "{{ $s.image.repository }}:{{ $s.image.tag | default .root.Chart.AppVersion }}"
+  imagePullPolicy: {{ $s.image.pullPolicy }}
+  {{- if eq $s.sidecarMode "native" }}
+  restartPolicy: Always
+  {{- end }}
+  args:
+  - --lease-name={{ include "baton-lib.leaseName" . }}
+  - --lease-duration={{ $s.leaseDuration }}
+  - --renew-deadline={{ $s.renewDeadline }}
+  - --retry-period={{ $s.retryPeriod }}
+  - --release-on-shutdown={{ $s.releaseOnShutdown }}
+  - --shutdown-grace={{ $s.shutdownGrace }}
+  # The application's API on loopback; probes and metrics on the Pod IP.
+  - --http-addr=127.0.0.1:{{ $s.httpPort }}
+  - --grpc-addr=127.0.0.1:{{ $s.grpcPort }}
+  - --metrics-addr=0.0.0.0:{{ $s.metrics.port }}
+  {{- range $s.extraArgs }}
+  - {{ . | quote }}
+  {{- end }}
+  env:
+  - name: POD_NAME
+    valueFrom:
+      fieldRef:
+        fieldPath: metadata.name
+  - name: POD_NAMESPACE
+    valueFrom:
+      fieldRef:
+        fieldPath: metadata.namespace
+  ports:
+  - name: metrics
+    containerPort: {{ $s.metrics.port }}
+  {{- if eq $s.sidecarMode "native" }}
+  # The application starts once baton answers.
+  startupProbe:
+    httpGet: {path: /healthz, port: metrics}
+    periodSeconds: 1
+    failureThreshold: 30
+  {{- end }}
+  # Fails only when the election loop is stuck, not when the API server is
+  # unreachable.
+  livenessProbe:
+    httpGet: {path: /healthz, port: metrics}
+    periodSeconds: 10
+    timeoutSeconds: 2
+    failureThreshold: 3
+  {{- if $s.leaderReadiness.enabled }}
+  # Leader-only readiness: a Pod is Ready only while it leads (rollouts then
+  # need maxUnavailable: 100%; see docs/deploying.md).
+  readinessProbe:
+    httpGet: {path: /readyz/leader, port: metrics}
+    periodSeconds: 1
+    failureThreshold: 1
+  {{- end }}
+  resources:
+    {{- toYaml $s.resources | nindent 4 }}
+  securityContext:
+    {{- toYaml $s.containerSecurityContext | nindent 4 }}
+{{- end -}}
+
+{{/* The ServiceAccount, Role and RoleBinding, each a document. */}}
+{{- define "baton-lib.rbac" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- $name := include "baton-lib.name" . -}}
+{{- if $s.serviceAccount.create }}
+---
+# The identity baton talks to the API server as.
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "baton-lib.serviceAccountName" . }}
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $s.serviceAccount.annotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+{{- end }}
+{{- if $s.rbac.create }}
+---
+# What a baton sidecar needs and nothing more: one Lease. No delete, no list,
+# no other resource. (The same Role as deploy/base/role.yaml.)
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+rules:
+# The one Lease, by name (= --lease-name).
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  resourceNames: [{{ include "baton-lib.leaseName" . | quote }}]
+  verbs:
+  # get: read the Lease when it is not held by this sidecar (before an
+  # acquire, after a failed write) and before a release (release only if a
+  # fresh read still names this sidecar). A leader renews from the record
+  # its last write returned, without reading first.
+  - get
+  # update: renew, take over an expired or released Lease, release on
+  # shutdown; always with the resourceVersion read (optimistic concurrency).
+  - update
+  # watch: followers see a release at once (sub-second handover) with one
+  # long request instead of polling every retry period.
+  - watch
+# create: make the Lease when it does not exist. Kubernetes cannot restrict
+# create by resourceNames (the new object's name is not in the URL RBAC
+# authorizes), so this allows creating Leases of any name in the namespace,
+# but not reading or changing them.
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
+# create events: Events on the Lease as leadership changes (became leader,
+# stopped leading, released, new leader seen). Optional: without it baton
+# logs once and records none.
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
+---
+# Grants the Role to the sidecar's ServiceAccount, in this namespace only.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}
+subjects:
+- kind: ServiceAccount
+  name: {{ include "baton-lib.serviceAccountName" . }}
+  namespace: {{ .root.Release.Namespace }}
+{{- end }}
+{{- end -}}

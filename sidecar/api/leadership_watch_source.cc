@@ -1,0 +1,44 @@
+#include "sidecar/api/leadership_watch_source.h"
+
+#include <string>
+#include <utility>
+
+#include "baton/v1/leader_election.pb.h"
+
+namespace baton {
+namespace {
+
+LeadershipWatchKey KeyOf(const Leadership& l, MonoTime now) {
+  return LeadershipWatchKey{l.IsLeader(now), l.stepping_down,   l.observed,
+                            l.fencing_token, l.holder_identity, l.lease_uid};
+}
+
+}  // namespace
+
+template <typename Message>
+LeadershipWatchSource<Message>::Round::Round(const ApiContext* context, Format format)
+    : context_(context),
+      format_(format),
+      now_(context->clock->Monotonic()),
+      probe_(KeyOf(context->publisher->Current().leadership, now_)) {}
+
+template <typename Message>
+WatchAnswer<Message, LeadershipWatchKey> LeadershipWatchSource<Message>::Round::Answer(
+    const std::string& client_id, absl::FunctionRef<WatchEvent(const Key&)> event_for) {
+  const LeadershipPublisher::Versioned answered = context_->publisher->Answer(client_id, now_);
+  Key key = KeyOf(answered.leadership, now_);
+  const WatchEvent event = event_for(key);
+  for (const Built& b : built_) {
+    if (b.version == answered.version && b.event == event) return {b.message, std::move(key)};
+  }
+  auto message = std::make_shared<const Message>(format_(answered.leadership, now_, event));
+  built_.push_back(Built{answered.version, event, message});
+  return {std::move(message), std::move(key)};
+}
+
+// The two kinds of leadership stream: gRPC WatchLeadership and HTTP
+// GET /leader/watch (Server-Sent Events frames).
+template class LeadershipWatchSource<v1::WatchLeadershipResponse>;
+template class LeadershipWatchSource<std::string>;
+
+}  // namespace baton
