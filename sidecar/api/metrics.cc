@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "sidecar/api/process_metrics.h"
 #include "sidecar/common/version.h"
 
 namespace baton {
@@ -81,16 +83,47 @@ std::vector<std::string> SortedKeys(const Map& map) {
 
 std::string CodeLabel(int code) { return code == 0 ? "error" : absl::StrCat(code); }
 
+void RenderProcessStats(std::string& out, const ProcessStats& stats) {
+  Header(out, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds.",
+         "counter");
+  absl::StrAppend(&out, "process_cpu_seconds_total ", FormatDouble(stats.cpu_seconds), "\n");
+  Header(out, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge");
+  absl::StrAppend(&out, "process_resident_memory_bytes ", stats.resident_bytes, "\n");
+  Header(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge");
+  absl::StrAppend(&out, "process_virtual_memory_bytes ", stats.virtual_bytes, "\n");
+  Header(out, "process_start_time_seconds",
+         "Start time of the process since unix epoch in seconds.", "gauge");
+  absl::StrAppend(&out, "process_start_time_seconds ", FormatDouble(stats.start_time_seconds),
+                  "\n");
+  Header(out, "process_open_fds", "Number of open file descriptors.", "gauge");
+  absl::StrAppend(&out, "process_open_fds ", stats.open_fds, "\n");
+  Header(out, "process_max_fds", "Maximum number of open file descriptors.", "gauge");
+  absl::StrAppend(&out, "process_max_fds ", stats.max_fds, "\n");
+}
+
 }  // namespace
 
 Metrics::Metrics(const LeadershipPublisher* publisher, const Clock* clock, MetricsOptions options)
-    : publisher_(publisher), clock_(clock), options_(std::move(options)) {}
+    : publisher_(publisher), clock_(clock), options_(std::move(options)) {
+  // Every series whose labels are known in advance, at zero (metrics.h).
+  absl::MutexLock lock(&mu_);
+  for (const char* direction : {"acquired", "lost"}) transitions_.values[direction] = 0;
+  for (const char* result : {"accepted", "stale"}) acknowledgements_.values[result] = 0;
+  for (const char* result : {"success", "failure"}) renews_.values[result] = 0;
+  for (const char* verb : {"get", "create", "update", "watch"}) EmptyHistogram(api_latency_, verb);
+  EmptyHistogram(renew_latency_, "");
+}
+
+Metrics::Histogram& Metrics::EmptyHistogram(HistogramFamily& family, const std::string& key) {
+  Histogram& h = family.values[key];
+  if (h.buckets.empty()) h.buckets.resize(options_.latency_buckets.size());
+  return h;
+}
 
 void Metrics::Increment(CounterFamily& family, const std::string& key) { ++family.values[key]; }
 
 void Metrics::Observe(HistogramFamily& family, const std::string& key, absl::Duration latency) {
-  Histogram& h = family.values[key];
-  if (h.buckets.empty()) h.buckets.resize(options_.latency_buckets.size());
+  Histogram& h = EmptyHistogram(family, key);
   const double seconds = absl::ToDoubleSeconds(latency);
   auto bound =
       std::lower_bound(options_.latency_buckets.begin(), options_.latency_buckets.end(), seconds);
@@ -121,6 +154,16 @@ void Metrics::ObserveLeadershipAcquired() {
 void Metrics::ObserveLeadershipLost() {
   absl::MutexLock lock(&mu_);
   Increment(transitions_, "lost");
+}
+
+void Metrics::ObserveSlowPath() {
+  absl::MutexLock lock(&mu_);
+  ++slow_paths_;
+}
+
+void Metrics::ObserveAcknowledgement(bool accepted) {
+  absl::MutexLock lock(&mu_);
+  Increment(acknowledgements_, accepted ? "accepted" : "stale");
 }
 
 void Metrics::ObserveHttpRequest(absl::string_view route, int code) {
@@ -191,16 +234,37 @@ std::string Metrics::Render() const {
          "Remaining guaranteed leadership in seconds; 0 when not leader.", "gauge");
   absl::StrAppend(&out, "baton_leader_valid_for_seconds", lease, " ",
                   FormatDouble(absl::ToDoubleSeconds(snapshot.ValidFor(now))), "\n");
+  const std::optional<MonoTime> promised =
+      snapshot.holding ? publisher_->OutstandingUntil(snapshot.fencing_token, now) : std::nullopt;
+  Header(out, "baton_promises_outstanding_seconds",
+         "Until the last promise of this term neither acknowledged nor lapsed ends, in seconds: "
+         "how long a step-down would wait before the release. 0 when there is none.",
+         "gauge");
+  absl::StrAppend(&out, "baton_promises_outstanding_seconds", lease, " ",
+                  FormatDouble(promised ? absl::ToDoubleSeconds(*promised - now) : 0), "\n");
   Header(out, "baton_lease_observed",
          "1 once the Lease (or its absence) has been read from the API server.", "gauge");
   absl::StrAppend(&out, "baton_lease_observed", lease, " ", snapshot.observed ? 1 : 0, "\n");
   Header(out, "baton_build_info", "Always 1; the label carries the baton version.", "gauge");
   absl::StrAppend(&out, "baton_build_info{version=\"", EscapeLabelValue(kVersion), "\"} 1\n");
 
+  if (absl::StatusOr<ProcessStats> process = ReadProcessStats(); process.ok()) {
+    RenderProcessStats(out, *process);
+  }
+
   absl::MutexLock lock(&mu_);
+  Header(out, "leader_election_slowpath_total",
+         "Renews of the cached Lease that met a changed Lease, so the leader re-read it "
+         "(client-go's slow path).",
+         "counter");
+  absl::StrAppend(&out, "leader_election_slowpath_total", lease, " ", slow_paths_, "\n");
   RenderCounter(out, "baton_leadership_transitions_total",
                 "Times this sidecar became leader (acquired) or stopped leading (lost).",
                 {"direction"}, transitions_);
+  RenderCounter(out, "baton_acknowledgements_total",
+                "Step-down acknowledgements by clients: accepted (they voided outstanding "
+                "promises of the current term) or stale.",
+                {"result"}, acknowledgements_);
   RenderCounter(out, "baton_kube_api_requests_total",
                 "Requests to the Kubernetes API server by verb and HTTP status (error: no "
                 "response).",

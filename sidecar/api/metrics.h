@@ -9,14 +9,20 @@
 // out, as GET /leader does.
 //
 // Exported families (label values are escaped; cardinality is bounded by the
-// callers: verbs, routes and methods come from fixed sets):
+// callers: verbs, routes and methods come from fixed sets). Every series
+// whose labels are known in advance exists, at zero, from the first scrape,
+// so alerts on rate(...) have a series to evaluate; only the `code` labels
+// appear with the first answer of that code:
 //   leader_election_master_status{name}            gauge   client-go's name
+//   leader_election_slowpath_total{name}           counter client-go's name
 //   baton_fencing_token{name}                      gauge
 //   baton_leader_valid_for_seconds{name}           gauge
+//   baton_promises_outstanding_seconds{name}       gauge
 //   baton_lease_observed{name}                     gauge
 //   baton_leadership_transitions_total{direction}  counter acquired|lost
+//   baton_acknowledgements_total{result}           counter accepted|stale
 //   baton_kube_api_requests_total{verb,code}       counter
-//   baton_kube_api_request_duration_seconds{verb}  histogram
+//   baton_kube_api_request_duration_seconds{verb}  histogram get|create|update|watch
 //   baton_renew_duration_seconds                   histogram
 //   baton_renews_total{result}                     counter success|failure
 //   baton_http_requests_total{route,code}          counter
@@ -24,6 +30,10 @@
 //   baton_grpc_requests_total{method,code}         counter
 //   baton_grpc_watchers                            gauge
 //   baton_build_info{version}                      gauge (always 1)
+//   process_cpu_seconds_total, process_resident_memory_bytes,
+//   process_virtual_memory_bytes, process_start_time_seconds,
+//   process_open_fds, process_max_fds               the standard process set,
+//                                                   read from /proc at scrape
 #ifndef BATON_SIDECAR_API_METRICS_H_
 #define BATON_SIDECAR_API_METRICS_H_
 
@@ -71,6 +81,16 @@ class Metrics {
   void ObserveLeadershipAcquired();
   void ObserveLeadershipLost();
 
+  // The leader's renew of its cached record met a changed Lease and it
+  // re-read the Lease (ElectionListener::OnSlowPath).
+  void ObserveSlowPath();
+
+  // A client acknowledged the end of its leader work (POST /leader/ack, the
+  // gRPC Acknowledge, `baton run`): `accepted` when it voided outstanding
+  // promises of the current term, otherwise it was stale (late, repeated,
+  // or about another term).
+  void ObserveAcknowledgement(bool accepted);
+
   // One HTTP request answered. `route` is the matched route ("/leader", ...),
   // or "other" for anything unmatched, so the label set stays bounded.
   void ObserveHttpRequest(absl::string_view route, int code);
@@ -104,6 +124,9 @@ class Metrics {
   };
 
   void Increment(CounterFamily& family, const std::string& key) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The histogram at `key`, created with every bucket at zero if missing.
+  Histogram& EmptyHistogram(HistogramFamily& family, const std::string& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Observe(HistogramFamily& family, const std::string& key, absl::Duration latency)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RenderCounter(std::string& out, absl::string_view name, absl::string_view help,
@@ -119,6 +142,8 @@ class Metrics {
 
   mutable absl::Mutex mu_;
   CounterFamily transitions_ ABSL_GUARDED_BY(mu_);
+  uint64_t slow_paths_ ABSL_GUARDED_BY(mu_) = 0;
+  CounterFamily acknowledgements_ ABSL_GUARDED_BY(mu_);
   CounterFamily api_requests_ ABSL_GUARDED_BY(mu_);
   HistogramFamily api_latency_ ABSL_GUARDED_BY(mu_);
   HistogramFamily renew_latency_ ABSL_GUARDED_BY(mu_);

@@ -33,15 +33,85 @@ TEST(MetricsTest, MasterStatusFollowsTheSnapshotAtScrapeTime) {
 TEST(MetricsTest, EveryFamilyHasHelpAndType) {
   ApiTestEnv env;
   const std::string text = env.metrics.Render();
-  for (const char* family :
-       {"leader_election_master_status", "baton_fencing_token", "baton_leader_valid_for_seconds",
-        "baton_lease_observed", "baton_build_info", "baton_leadership_transitions_total",
-        "baton_kube_api_requests_total", "baton_kube_api_request_duration_seconds",
-        "baton_renew_duration_seconds", "baton_renews_total", "baton_http_requests_total",
-        "baton_http_connections", "baton_grpc_requests_total", "baton_grpc_watchers"}) {
+  for (const char* family : {"leader_election_master_status",
+                             "leader_election_slowpath_total",
+                             "baton_fencing_token",
+                             "baton_leader_valid_for_seconds",
+                             "baton_promises_outstanding_seconds",
+                             "baton_lease_observed",
+                             "baton_build_info",
+                             "baton_leadership_transitions_total",
+                             "baton_acknowledgements_total",
+                             "process_cpu_seconds_total",
+                             "process_resident_memory_bytes",
+                             "process_virtual_memory_bytes",
+                             "process_start_time_seconds",
+                             "process_open_fds",
+                             "process_max_fds",
+                             "baton_kube_api_requests_total",
+                             "baton_kube_api_request_duration_seconds",
+                             "baton_renew_duration_seconds",
+                             "baton_renews_total",
+                             "baton_http_requests_total",
+                             "baton_http_connections",
+                             "baton_grpc_requests_total",
+                             "baton_grpc_watchers"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# HELP ") + family + " ")) << family;
     EXPECT_THAT(text, HasSubstr(std::string("# TYPE ") + family + " ")) << family;
   }
+}
+
+TEST(MetricsTest, SeriesWithKnownLabelsExistAtZeroFromTheStart) {
+  ApiTestEnv env;
+  const std::string text = env.metrics.Render();
+  for (const char* series : {
+           "leader_election_slowpath_total{name=\"my-lease\"} 0\n",
+           "baton_renews_total{result=\"failure\"} 0\n",
+           "baton_renews_total{result=\"success\"} 0\n",
+           "baton_leadership_transitions_total{direction=\"acquired\"} 0\n",
+           "baton_leadership_transitions_total{direction=\"lost\"} 0\n",
+           "baton_acknowledgements_total{result=\"accepted\"} 0\n",
+           "baton_acknowledgements_total{result=\"stale\"} 0\n",
+           "baton_renew_duration_seconds_bucket{le=\"+Inf\"} 0\n",
+           "baton_renew_duration_seconds_count 0\n",
+           "baton_kube_api_request_duration_seconds_count{verb=\"update\"} 0\n",
+           "baton_kube_api_request_duration_seconds_count{verb=\"watch\"} 0\n",
+           "baton_promises_outstanding_seconds{name=\"my-lease\"} 0\n",
+       }) {
+    EXPECT_THAT(text, HasSubstr(series)) << series;
+  }
+}
+
+TEST(MetricsTest, SlowPathsAndAcknowledgementsAreCounted) {
+  ApiTestEnv env;
+  env.metrics.ObserveSlowPath();
+  env.metrics.ObserveAcknowledgement(true);
+  env.metrics.ObserveAcknowledgement(false);
+  env.metrics.ObserveAcknowledgement(false);
+  const std::string text = env.metrics.Render();
+  EXPECT_THAT(text, HasSubstr("leader_election_slowpath_total{name=\"my-lease\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("baton_acknowledgements_total{result=\"accepted\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("baton_acknowledgements_total{result=\"stale\"} 2\n"));
+}
+
+TEST(MetricsTest, OutstandingPromisesLastUntilAcknowledgedOrLapsed) {
+  ApiTestEnv env;
+  env.publisher.Publish(Leading(env.clock, 5, absl::Seconds(10)));
+  env.publisher.Answer("app", env.clock.Monotonic());
+  env.clock.Advance(absl::Seconds(4));
+  EXPECT_THAT(env.metrics.Render(),
+              HasSubstr("baton_promises_outstanding_seconds{name=\"my-lease\"} 6\n"));
+  env.publisher.Acknowledge("app", 5);
+  EXPECT_THAT(env.metrics.Render(),
+              HasSubstr("baton_promises_outstanding_seconds{name=\"my-lease\"} 0\n"));
+}
+
+TEST(MetricsTest, ProcessMetricsDescribeThisProcess) {
+  ApiTestEnv env;
+  const std::string text = env.metrics.Render();
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nprocess_resident_memory_bytes [1-9][0-9]+\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nprocess_open_fds [1-9][0-9]*\n"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("\nprocess_max_fds [1-9][0-9]*\n"));
 }
 
 TEST(MetricsTest, CountersByLabel) {

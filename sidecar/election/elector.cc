@@ -55,6 +55,7 @@ MonoTime Elector::Step() {
     if (!absl::IsAborted(renewed) && !absl::IsNotFound(renewed)) {
       return Schedule(clock_->Monotonic(), renewed.ok());
     }
+    if (options_.listener) options_.listener->OnSlowPath();
   }
 
   // 2. Read the Lease; create it if it does not exist.
@@ -439,6 +440,7 @@ void Elector::ReleaseIfOurs(const char* why) {
   Note(*result, now);
   spdlog::info("event=released lease={} why={} token={} next=\"followers may take it at once\"",
                lease_ref_, why, result->lease_transitions);
+  if (options_.listener) options_.listener->OnReleased();
 }
 
 void Elector::StopHolding(const char* event, const char* reason) {
@@ -449,7 +451,7 @@ void Elector::StopHolding(const char* event, const char* reason) {
                LogValue(record_ ? record_->holder_identity : ""),
                Fmt(std::max(absl::ZeroDuration(), now - leader_until_)),
                stepping_down_ ? "stop answering leader" : "keep campaigning");
-  if (options_.listener) options_.listener->OnLost();
+  if (options_.listener) options_.listener->OnLost(reason);
 }
 
 void Elector::NoteApiResult(const absl::Status& status, const char* verb, MonoTime now) {

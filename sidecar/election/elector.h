@@ -63,6 +63,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -85,8 +86,15 @@ class ElectionListener {
   virtual void OnRenew(absl::Duration latency, bool ok) = 0;
   // This elector became the holder; `token` is its fencing token.
   virtual void OnAcquired(int64_t token) = 0;
-  // This elector stopped holding the Lease (lost, released or resigned).
-  virtual void OnLost() = 0;
+  // This elector stopped holding the Lease; `reason` as in its log line:
+  // renew_deadline_passed, lease_changed_hands or lease_deleted when lost,
+  // shutdown or resign when it stepped down.
+  virtual void OnLost(std::string_view reason) = 0;
+  // This elector blanked the Lease (release on shutdown or resign).
+  virtual void OnReleased() = 0;
+  // The leader's renew of its cached record met a changed or deleted Lease,
+  // so it read the Lease again before deciding: client-go's "slow path".
+  virtual void OnSlowPath() = 0;
   // The observed holder changed; empty when nobody holds the Lease or it does
   // not exist. May be this elector's own identity.
   virtual void OnObservedHolder(const std::string& holder) = 0;

@@ -26,12 +26,20 @@ class RecordingListener final : public ElectionListener {
  public:
   void OnRenew(absl::Duration latency, bool ok) override { renews.emplace_back(latency, ok); }
   void OnAcquired(int64_t token) override { acquired.push_back(token); }
-  void OnLost() override { ++lost; }
+  void OnLost(std::string_view reason) override {
+    ++lost;
+    lost_reasons.emplace_back(reason);
+  }
+  void OnReleased() override { ++released; }
+  void OnSlowPath() override { ++slow_paths; }
   void OnObservedHolder(const std::string& holder) override { holders.push_back(holder); }
 
   std::vector<std::pair<absl::Duration, bool>> renews;
   std::vector<int64_t> acquired;
   int lost = 0;
+  std::vector<std::string> lost_reasons;
+  int released = 0;
+  int slow_paths = 0;
   std::vector<std::string> holders;
 };
 
@@ -804,6 +812,8 @@ TEST_F(ElectorTest, ReleaseWritesExactlyTheReleaseFields) {
   EXPECT_FALSE(l.holding);
   EXPECT_FALSE(l.IsLeader(Now()));
   EXPECT_EQ(listener_.lost, 1);
+  EXPECT_THAT(listener_.lost_reasons, ElementsAre("shutdown"));
+  EXPECT_EQ(listener_.released, 1);
 }
 
 TEST_F(ElectorTest, ReleaseSkippedWhenAFreshReadShowsAnotherHolder) {
@@ -812,6 +822,7 @@ TEST_F(ElectorTest, ReleaseSkippedWhenAFreshReadShowsAnotherHolder) {
   const int updates = store_.Calls(Verb::kUpdate);
   const int gets = store_.Calls(Verb::kGet);
   elector_->Release();
+  EXPECT_EQ(listener_.released, 0);
   EXPECT_EQ(*store_.Current(), theirs);
   EXPECT_EQ(store_.Calls(Verb::kUpdate), updates);
   EXPECT_EQ(store_.Calls(Verb::kGet), gets + 1) << "the fresh read before releasing";
@@ -952,6 +963,10 @@ TEST_F(ElectorTest, ListenerHearsRenewsAcquisitionsLossesAndHolders) {
   EXPECT_TRUE(listener_.renews[1].second);
   EXPECT_FALSE(listener_.renews[2].second);  // the 409
   EXPECT_THAT(listener_.holders, ElementsAre("me", "other"));
+  // Only the 409 sent the leader to re-read; the failed renew did not.
+  EXPECT_EQ(listener_.slow_paths, 1);
+  EXPECT_THAT(listener_.lost_reasons, ElementsAre("lease_changed_hands"));
+  EXPECT_EQ(listener_.released, 0);
 }
 
 // --- Safety ----------------------------------------------------------------

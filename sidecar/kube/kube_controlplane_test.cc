@@ -15,6 +15,7 @@
 #include "boost/json/serialize.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sidecar/kube/event_recorder.h"
 #include "sidecar/kube/kube_client.h"
 #include "sidecar/kube/kube_lease_store.h"
 #include "sidecar/kube/kubeconfig.h"
@@ -157,6 +158,104 @@ TEST_F(KubeControlPlaneTest, RoleWithoutTheVerbIsPermissionDenied) {
     EXPECT_THAT(std::string(reported.message()), HasSubstr("cannot watch resource"));
   }
   watcher.Stop();
+}
+
+// The Events in this test's namespace about the Lease `lease`.
+std::vector<boost::json::object> LeaseEvents(KubeClient& admin, const std::string& ns,
+                                             const std::string& lease) {
+  absl::StatusOr<boost::json::value> list =
+      admin.Call(ApiVerb::kList, absl::StrCat("/apis/events.k8s.io/v1/namespaces/", ns, "/events"));
+  EXPECT_TRUE(list.ok()) << list.status();
+  std::vector<boost::json::object> events;
+  if (!list.ok()) return events;
+  for (const boost::json::value& item : list->at("items").as_array()) {
+    const boost::json::object& event = item.as_object();
+    if (event.at("regarding").at("name") == lease.c_str()) events.push_back(event);
+  }
+  return events;
+}
+
+EventRecord LeaderEvent(const std::string& note) {
+  EventRecord record;
+  record.reason = "LeaderElection";
+  record.action = "BecameLeader";
+  record.note = note;
+  return record;
+}
+
+TEST_F(KubeControlPlaneTest, EventsOnTheLeaseWithTheRolesCreateEventsRule) {
+  GrantLeaseVerbs("recorder", "get,create,update");
+  // The rule deploy/base/role.yaml has.
+  Kubectl(
+      {"create", "role", "recorder-events", "--resource=events.events.k8s.io", "--verb=create"});
+  Kubectl({"create", "rolebinding", "recorder-events", "--role=recorder-events",
+           absl::StrCat("--serviceaccount=", ns_, ":recorder")});
+  absl::StatusOr<std::string> kubeconfig = cp_.TokenKubeconfig(ns_, "recorder");
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  absl::StatusOr<RestConfig> config = LoadKubeconfig(*kubeconfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+
+  EventRecorderOptions options;
+  options.lease_namespace = ns_;
+  options.lease_name = "lock";
+  options.identity = "pod-a_x7k2q";
+  options.burst = 2;
+  options.refill = absl::Hours(1);
+  EventRecorder recorder(*KubeClient::Create(*config), options);
+  recorder.Start();
+  recorder.Record(LeaderEvent("pod-a_x7k2q became leader (fencing token 0)"));
+  recorder.Record(LeaderEvent("second"));
+  recorder.Record(LeaderEvent("third: beyond the burst"));
+  recorder.Stop(absl::Now() + absl::Seconds(10));
+  const EventRecorder::Counts counts = recorder.counts();
+  EXPECT_EQ(counts.sent, 2u);
+  EXPECT_EQ(counts.dropped, 1u);
+  EXPECT_FALSE(counts.forbidden);
+
+  std::vector<boost::json::object> events = LeaseEvents(*Client(AdminConfig()), ns_, "lock");
+  ASSERT_EQ(events.size(), 2u);
+  const boost::json::object* first = nullptr;
+  for (const boost::json::object& e : events) {
+    if (e.at("note") == "pod-a_x7k2q became leader (fencing token 0)") first = &e;
+  }
+  ASSERT_NE(first, nullptr) << boost::json::serialize(events[0]);
+  EXPECT_EQ(first->at("reason"), "LeaderElection");
+  EXPECT_EQ(first->at("action"), "BecameLeader");
+  EXPECT_EQ(first->at("type"), "Normal");
+  EXPECT_EQ(first->at("reportingController"), "baton");
+  EXPECT_EQ(first->at("reportingInstance"), "pod-a_x7k2q");
+  EXPECT_EQ(first->at("regarding").at("kind"), "Lease");
+  EXPECT_EQ(first->at("regarding").at("namespace"), ns_.c_str());
+}
+
+TEST_F(KubeControlPlaneTest, ForbiddenEventsStopRecordingAndNothingElse) {
+  GrantLeaseVerbs("no-events", "get,create,update");  // no rule for events
+  absl::StatusOr<std::string> kubeconfig = cp_.TokenKubeconfig(ns_, "no-events");
+  ASSERT_TRUE(kubeconfig.ok()) << kubeconfig.status();
+  absl::StatusOr<RestConfig> config = LoadKubeconfig(*kubeconfig);
+  ASSERT_TRUE(config.ok()) << config.status();
+
+  EventRecorderOptions options;
+  options.lease_namespace = ns_;
+  options.lease_name = "lock";
+  options.identity = "pod-a_x7k2q";
+  EventRecorder recorder(*KubeClient::Create(*config), options);
+  recorder.Start();
+  recorder.Record(LeaderEvent("refused"));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!recorder.counts().forbidden && absl::Now() < deadline)
+    absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(recorder.counts().forbidden);
+  // Later records are dropped at once, without a request.
+  for (int i = 0; i < 5; ++i) recorder.Record(LeaderEvent("dropped"));
+  recorder.Stop(absl::Now() + absl::Seconds(10));
+  EXPECT_EQ(recorder.counts().sent, 0u);
+  EXPECT_EQ(recorder.counts().dropped, 6u);
+  EXPECT_EQ(recorder.counts().failed, 0u);
+  // The same client still holds its Lease.
+  KubeLeaseStore store(Client(*config), ns_, "lock");
+  EXPECT_TRUE(store.Create(NewRecord("pod-a_x7k2q")).ok());
+  EXPECT_TRUE(LeaseEvents(*Client(AdminConfig()), ns_, "lock").empty());
 }
 
 TEST_F(KubeControlPlaneTest, BadTokenIsUnauthenticated) {

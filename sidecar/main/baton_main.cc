@@ -21,9 +21,7 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "absl/flags/usage_config.h"
+#include "absl/flags/reflection.h"
 #include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -34,6 +32,7 @@
 #include "sidecar/common/version.h"
 #include "sidecar/kube/kubeconfig.h"
 #include "sidecar/kube/rest_config.h"
+#include "sidecar/main/command_line.h"
 #include "sidecar/main/config.h"
 #include "sidecar/main/daemon.h"
 #include "sidecar/main/run_command.h"
@@ -78,6 +77,14 @@ ABSL_FLAG(
     absl::Duration, shutdown_grace, absl::Seconds(5),
     "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
     "local servers. Keep terminationGracePeriodSeconds above twice this.");
+ABSL_FLAG(bool, events, true,
+          "Record Kubernetes Events (events.k8s.io/v1) on the Lease when this sidecar becomes "
+          "leader, stops leading, releases the Lease or sees a new leader. Needs create on "
+          "events; without it baton logs once and records none.");
+ABSL_FLAG(std::string, log_format, "logfmt",
+          "Log lines on stderr as logfmt (ts=... level=... event=... key=value) or json (one "
+          "object per line, the same keys).");
+ABSL_FLAG(std::string, log_level, "info", "Lowest level logged: debug, info, warn or error.");
 
 // `baton run` (sidecar/main/run_command.h); the election flags are shared.
 ABSL_FLAG(std::string, stop_signal, "SIGTERM",
@@ -126,22 +133,15 @@ std::string RandomSuffix() {
   return s;
 }
 
-// DESIGN.md spells flags with dashes (--lease-name); Abseil names them with
-// underscores. Rewrite the name part of every "--flag[=value]" before parsing
-// so both spellings work.
-std::vector<char*> DashesToUnderscores(int argc, char** argv, std::vector<std::string>& storage) {
-  storage.assign(argv, argv + argc);
-  for (size_t i = 1; i < storage.size(); ++i) {
-    std::string& arg = storage[i];
-    if (arg == "--") break;
-    if (!absl::StartsWith(arg, "--")) continue;
-    const size_t end = std::min(arg.find('='), arg.size());
-    std::replace(arg.begin() + 2, arg.begin() + static_cast<std::ptrdiff_t>(end), '-', '_');
+// baton's flags: every flag defined in this file (Abseil's own, such as
+// --flagfile, are not baton's and are not accepted).
+std::vector<absl::CommandLineFlag*> BatonFlags() {
+  const std::string file = absl::FindCommandLineFlag("lease_name")->Filename();
+  std::vector<absl::CommandLineFlag*> flags;
+  for (const auto& [name, flag] : absl::GetAllFlags()) {
+    if (flag->Filename() == file) flags.push_back(flag);
   }
-  std::vector<char*> out;
-  out.reserve(storage.size());
-  for (std::string& a : storage) out.push_back(a.data());
-  return out;
+  return flags;
 }
 
 ConfigInputs InputsFromFlags() {
@@ -159,6 +159,9 @@ ConfigInputs InputsFromFlags() {
   in.release_on_shutdown = absl::GetFlag(FLAGS_release_on_shutdown);
   in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
+  in.events = absl::GetFlag(FLAGS_events);
+  in.log_format = absl::GetFlag(FLAGS_log_format);
+  in.log_level = absl::GetFlag(FLAGS_log_level);
   in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
@@ -167,19 +170,10 @@ ConfigInputs InputsFromFlags() {
   return in;
 }
 
-// `baton leases [flags]`: the operator's audit command. argv[1] is "leases".
-int LeasesMain(int argc, char** argv) {
-  absl::SetProgramUsageMessage(tools::kLeasesHelp);
-  // Parse as if "leases" were not there.
-  std::vector<char*> shifted = {argv[0]};
-  shifted.insert(shifted.end(), argv + 2, argv + argc);
-  std::vector<std::string> storage;
-  std::vector<char*> args =
-      DashesToUnderscores(static_cast<int>(shifted.size()), shifted.data(), storage);
-  const std::vector<char*> positional =
-      absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
-  if (positional.size() > 1) {
-    std::fprintf(stderr, "baton leases: unexpected argument %s\n", positional[1]);
+// `baton leases [flags]`: the operator's audit command, its flags parsed.
+int LeasesMain(const ParsedCommandLine& parsed) {
+  if (!parsed.positional.empty()) {
+    std::fprintf(stderr, "baton leases: unexpected argument %s\n", parsed.positional[0].c_str());
     return tools::kLeasesBadUsage;
   }
   absl::StatusOr<tools::LeasesOutput> output =
@@ -228,10 +222,10 @@ absl::Status RejectRunFlags() {
 
 // `baton run`'s own flags and the command, as the Runner's options (the
 // acknowledgement is wired by RunCommand). InvalidArgument naming the flag.
-absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<char*>& positional,
+absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<std::string>& command,
                                                          const ElectionTiming& timing) {
   run::Runner::Options options;
-  options.argv.assign(positional.begin() + 1, positional.end());
+  options.argv = command;
   if (options.argv.empty()) {
     return absl::InvalidArgumentError(
         "baton run needs a command: baton run [flags] -- CMD [ARGS...]");
@@ -275,39 +269,69 @@ int AwaitShutdownSignal(const sigset_t& signals) {
   return sig;
 }
 
+constexpr char kUsage[] =
+    "baton: leader-election sidecar: holds a coordination.k8s.io/v1 Lease for the\n"
+    "application beside it and tells it, over localhost, whether it leads.\n"
+    "  baton --lease-name=NAME [flags]      run the sidecar\n"
+    "  baton run --lease-name=NAME [flags] -- CMD [ARGS...]\n"
+    "                                      run CMD only while leading (docs/run.md)\n"
+    "  baton leases [--namespace=NS | --all-namespaces] [--output=text|wide|json] [--watch]\n"
+    "                                      audit Leases (see baton leases --help)\n"
+    "Every flag may also be set in the environment as BATON_<NAME> (--lease-name:\n"
+    "BATON_LEASE_NAME); a flag on the command line wins over its variable.\n\n"
+    "Flags:\n";
+
+enum class Command { kSidecar, kRun, kLeases };
+
 int Main(int argc, char** argv) {
-  absl::FlagsUsageConfig usage;
-  usage.version_string = [] {
-    return absl::StrCat("baton ", kVersion, " (commit ", kCommit, ")\n");
-  };
-  usage.contains_help_flags = [](absl::string_view path) {
-    return absl::StrContains(path, "sidecar/main/");
-  };
-  absl::SetFlagsUsageConfig(usage);
-  if (argc > 1 && std::string_view(argv[1]) == "leases") return LeasesMain(argc, argv);
-  // `baton run ...`: parsed as if "run" were not there.
-  const bool run_mode = argc > 1 && std::string_view(argv[1]) == "run";
-  std::vector<char*> shifted(argv, argv + argc);
-  if (run_mode) shifted.erase(shifted.begin() + 1);
-  absl::SetProgramUsageMessage(
-      "leader-election sidecar: holds a coordination.k8s.io/v1 Lease for the "
-      "application beside it and tells it, over localhost, whether it leads.\n"
-      "  baton --lease-name=NAME [flags]      run the sidecar\n"
-      "  baton run --lease-name=NAME [flags] -- CMD [ARGS...]\n"
-      "                                      run CMD only while leading (docs/run.md)\n"
-      "  baton leases [--namespace=NS | --all-namespaces] [--output=text|wide|json] [--watch]\n"
-      "                                      audit Leases (see baton leases --help)\n"
-      "Flags may be written with dashes or underscores (--lease-name, --lease_name).");
-  std::vector<std::string> storage;
-  std::vector<char*> args =
-      DashesToUnderscores(static_cast<int>(shifted.size()), shifted.data(), storage);
-  const std::vector<char*> positional =
-      absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
-  if (!run_mode && positional.size() > 1) {
-    std::fprintf(stderr, "baton: unexpected argument %s (to run a command: baton run -- CMD)\n",
-                 positional[1]);
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Command command = Command::kSidecar;
+  if (!args.empty() && args[0] == "run") {
+    command = Command::kRun;
+  } else if (!args.empty() && args[0] == "leases") {
+    command = Command::kLeases;
+  } else if (!args.empty() && !absl::StartsWith(args[0], "-")) {
+    std::fprintf(stderr,
+                 "baton: unknown command %s: the commands are run and leases (baton --help)\n",
+                 args[0].c_str());
     return 2;
   }
+  if (command != Command::kSidecar) args.erase(args.begin());
+
+  const std::vector<absl::CommandLineFlag*> flags = BatonFlags();
+  const EnvironmentLookup environment = ProcessEnvironment();
+  absl::StatusOr<ParsedCommandLine> parsed = ParseCommandLine(flags, args, environment);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "baton: %s\n", std::string(parsed.status().message()).c_str());
+    return 2;
+  }
+  if (parsed->help) {
+    // The audit command's help lists its own flags.
+    if (command == Command::kLeases) {
+      std::cout << tools::kLeasesHelp;
+    } else {
+      std::cout << kUsage << FlagsHelp(flags);
+    }
+    return 0;
+  }
+  if (parsed->version) {
+    std::cout << "baton " << kVersion << " (commit " << kCommit << ")\n";
+    return 0;
+  }
+  if (command == Command::kLeases) return LeasesMain(*parsed);
+  const bool run_mode = command == Command::kRun;
+  if (!run_mode && !parsed->positional.empty()) {
+    std::fprintf(stderr, "baton: unexpected argument %s (to run a command: baton run -- CMD)\n",
+                 parsed->positional[0].c_str());
+    return 2;
+  }
+  // Bad configuration: the message names the flags, and the environment
+  // variables behind them.
+  auto bad_config = [&](const absl::Status& s) {
+    std::fprintf(stderr, "baton: %s\n",
+                 NameEnvironmentSources(std::string(s.message()), *parsed, environment).c_str());
+    return 2;
+  };
 
   // Block the shutdown signals before any thread starts, so every thread
   // inherits the mask and only sigwait below receives them.
@@ -327,13 +351,10 @@ int Main(int argc, char** argv) {
   if (flags_ok.ok()) flags_ok = ValidateFlags(inputs);
   absl::StatusOr<run::Runner::Options> run_options;
   if (flags_ok.ok() && run_mode) {
-    run_options = RunOptionsFromFlags(positional, inputs.timing);
+    run_options = RunOptionsFromFlags(parsed->positional, inputs.timing);
     flags_ok = run_options.status();
   }
-  if (absl::Status s = flags_ok; !s.ok()) {
-    std::fprintf(stderr, "baton: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
+  if (!flags_ok.ok()) return bad_config(flags_ok);
   const std::string& kubeconfig = inputs.kubeconfig;
   absl::StatusOr<kube::RestConfig> rest =
       kubeconfig.empty() ? kube::LoadInClusterConfig() : kube::LoadKubeconfig(kubeconfig);
@@ -345,11 +366,8 @@ int Main(int argc, char** argv) {
   }
   inputs.client_namespace = rest->namespace_name;
   absl::StatusOr<SidecarConfig> config = ConfigFrom(inputs);
-  if (!config.ok()) {
-    std::fprintf(stderr, "baton: %s\n", std::string(config.status().message()).c_str());
-    return 2;
-  }
-  InitLogging();
+  if (!config.ok()) return bad_config(config.status());
+  InitLogging(config->log);
   // Debian's Abseil is built without NDEBUG, which leaves absl::Mutex's
   // deadlock detection on: every lock then updates a global lock graph under a
   // global lock. Lock order is checked by clang's thread-safety analysis at

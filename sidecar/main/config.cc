@@ -92,7 +92,8 @@ absl::Status ValidateFlags(const ConfigInputs& in) {
                      " must be at least ", absl::FormatDuration(kMinSseHeartbeat),
                      ", the shortest heartbeat a watch stream may have"));
   }
-  return absl::OkStatus();
+  if (absl::Status s = ParseLogFormat(in.log_format).status(); !s.ok()) return s;
+  return ParseLogLevel(in.log_level).status();
 }
 
 absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
@@ -121,6 +122,9 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
       in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
   c.shutdown_grace = in.shutdown_grace;
   c.sse_heartbeat = in.sse_heartbeat;
+  c.events = in.events;
+  c.log.format = *ParseLogFormat(in.log_format);
+  c.log.level = *ParseLogLevel(in.log_level);
   return c;
 }
 

@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sidecar/common/log.h"
 
 namespace baton {
 
@@ -48,6 +49,9 @@ struct SidecarConfig {
   absl::Duration shutdown_grace = absl::Seconds(5);
   // GET /leader/watch: a heartbeat comment after this long without an event.
   absl::Duration sse_heartbeat = absl::Seconds(15);
+  LogOptions log;
+  // Record Kubernetes Events on the Lease as leadership changes.
+  bool events = true;
 };
 
 // The API request deadline when --api-timeout is not given: 5s, but at most
@@ -70,8 +74,11 @@ struct ConfigInputs {
   absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
   absl::Duration shutdown_grace = absl::Seconds(5);
   absl::Duration sse_heartbeat = absl::Seconds(15);
-  std::string pod_name;       // $POD_NAME
-  std::string pod_namespace;  // $POD_NAMESPACE
+  bool events = true;
+  std::string log_format = "logfmt";  // --log-format
+  std::string log_level = "info";     // --log-level
+  std::string pod_name;               // $POD_NAME
+  std::string pod_namespace;          // $POD_NAMESPACE
   // The namespace of the API client configuration: the kubeconfig context's,
   // or in a Pod the ServiceAccount namespace file's.
   std::string client_namespace;
@@ -80,7 +87,7 @@ struct ConfigInputs {
 };
 
 // Checks what the flags say on their own: --lease-name present, durations,
-// addresses, timeouts. main calls it before loading the API client config, so
+// addresses, timeouts, log format and level. main calls it before loading the API client config, so
 // a bad flag is reported first. InvalidArgument naming the flag.
 absl::Status ValidateFlags(const ConfigInputs& in);
 

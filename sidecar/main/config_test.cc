@@ -135,6 +135,21 @@ TEST(ConfigTest, MetricsAddressIsOptionalButChecked) {
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--metrics-addr"));
 }
 
+TEST(ConfigTest, LogFormatAndLevel) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->log.format, LogFormat::kLogfmt);
+  EXPECT_EQ(ConfigFrom(in)->log.level, spdlog::level::info);
+  in.log_format = "json";
+  in.log_level = "debug";
+  EXPECT_EQ(ConfigFrom(in)->log.format, LogFormat::kJson);
+  EXPECT_EQ(ConfigFrom(in)->log.level, spdlog::level::debug);
+  in.log_format = "text";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--log-format=text"));
+  in.log_format = "json";
+  in.log_level = "verbose";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--log-level=verbose"));
+}
+
 TEST(ConfigTest, SseHeartbeatDefaultsTo15sAndHasTheWatchMinimum) {
   ConfigInputs in = ValidInputs();
   EXPECT_EQ(ConfigFrom(in)->sse_heartbeat, absl::Seconds(15));

@@ -24,7 +24,42 @@ Daemon::Daemon(const SidecarConfig& config, Clock* clock)
       clock_(clock),
       publisher_(InitialLeadership(config)),
       metrics_(&publisher_, clock),
-      listener_(&metrics_) {}
+      listener_(&metrics_, config.identity) {}
+
+// Reason "LeaderElection", as client-go records it; the notes start the same
+// way ("<identity> became leader", "... stopped leading").
+void Daemon::Listener::Record(const char* type, const char* action, std::string note) {
+  if (events_ == nullptr) return;
+  kube::EventRecord record;
+  record.type = type;
+  record.reason = "LeaderElection";
+  record.action = action;
+  record.note = std::move(note);
+  events_->Record(std::move(record));
+}
+
+void Daemon::Listener::OnAcquired(int64_t token) {
+  metrics_->ObserveLeadershipAcquired();
+  Record("Normal", "BecameLeader",
+         absl::StrCat(identity_, " became leader (fencing token ", token, ")"));
+}
+
+void Daemon::Listener::OnLost(std::string_view reason) {
+  metrics_->ObserveLeadershipLost();
+  // Stepping down on purpose is routine; losing the Lease is not.
+  const bool on_purpose = reason == "shutdown" || reason == "resign";
+  Record(on_purpose ? "Normal" : "Warning", "StoppedLeading",
+         absl::StrCat(identity_, " stopped leading: ", std::string(reason)));
+}
+
+void Daemon::Listener::OnReleased() {
+  Record("Normal", "Released", absl::StrCat(identity_, " released the Lease"));
+}
+
+void Daemon::Listener::OnObservedHolder(const std::string& holder) {
+  if (holder.empty() || holder == identity_) return;
+  Record("Normal", "ObservedLeader", absl::StrCat(identity_, " observed a new leader: ", holder));
+}
 
 absl::StatusOr<std::unique_ptr<Daemon>> Daemon::Start(const SidecarConfig& config,
                                                       kube::RestConfig rest) {
@@ -50,6 +85,18 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   absl::StatusOr<std::unique_ptr<kube::KubeClient>> watch_client =
       kube::KubeClient::Create(rest, client_options);
   if (!watch_client.ok()) return watch_client.status();
+  if (config_.events) {
+    // Its own client, not counted with the Lease's requests.
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> events_client =
+        kube::KubeClient::Create(rest);
+    if (!events_client.ok()) return events_client.status();
+    kube::EventRecorderOptions events_options;
+    events_options.lease_namespace = config_.lease_namespace;
+    events_options.lease_name = config_.lease_name;
+    events_options.identity = config_.identity;
+    events_ = std::make_unique<kube::EventRecorder>(std::move(*events_client), events_options);
+    listener_.set_events(events_.get());
+  }
 
   store_ = std::make_unique<kube::KubeLeaseStore>(std::move(*election_client),
                                                   config_.lease_namespace, config_.lease_name);
@@ -110,6 +157,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
       std::move(*watch_client), config_.lease_namespace, config_.lease_name,
       [this](const LeaseEvent& event) { loop_->Observe(event); },
       [this](const absl::Status& status) { OnWatchStatus(status); });
+  if (events_ != nullptr) events_->Start();
   loop_->Start();
   watcher_->Start();
   spdlog::info("event=started identity={} lease={}/{} server={} http={} grpc={}{}",
@@ -167,6 +215,7 @@ absl::Status Daemon::Readiness() const {
 
 bool Daemon::Acknowledge(std::string_view client_id, int64_t token) {
   const bool acknowledged = publisher_.Acknowledge(client_id, token);
+  metrics_.ObserveAcknowledgement(acknowledged);
   if (acknowledged) loop_->PromisesChanged();
   return acknowledged;
 }
@@ -185,6 +234,8 @@ void Daemon::Stop(absl::Duration grace) {
   }
   if (watcher_ != nullptr) watcher_->Stop();
   const absl::Time deadline = absl::Now() + grace;
+  // The stepped-down and released Events, if the API server takes them in time.
+  if (events_ != nullptr) events_->Stop(deadline);
   if (grpc_ != nullptr) grpc_->Shutdown(deadline);
   if (http_ != nullptr) http_->Shutdown(deadline);
   if (metrics_http_ != nullptr) metrics_http_->Shutdown(deadline);

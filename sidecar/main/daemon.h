@@ -21,7 +21,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -32,6 +34,7 @@
 #include "sidecar/election/election_loop.h"
 #include "sidecar/election/elector.h"
 #include "sidecar/election/leadership.h"
+#include "sidecar/kube/event_recorder.h"
 #include "sidecar/kube/kube_lease_store.h"
 #include "sidecar/kube/lease_watcher.h"
 #include "sidecar/kube/rest_config.h"
@@ -67,17 +70,27 @@ class Daemon {
   bool Acknowledge(std::string_view client_id, int64_t token);
 
  private:
-  // Feeds election events into the metrics.
-  class MetricsListener final : public ElectionListener {
+  // Feeds election events into the metrics and, with --events, into
+  // Kubernetes Events (queued: the election loop never waits for them).
+  class Listener final : public ElectionListener {
    public:
-    explicit MetricsListener(Metrics* metrics) : metrics_(metrics) {}
+    Listener(Metrics* metrics, std::string identity)
+        : metrics_(metrics), identity_(std::move(identity)) {}
+    // Set before the election loop starts; null: no Events.
+    void set_events(kube::EventRecorder* events) { events_ = events; }
     void OnRenew(absl::Duration latency, bool ok) override { metrics_->ObserveRenew(latency, ok); }
-    void OnAcquired(int64_t) override { metrics_->ObserveLeadershipAcquired(); }
-    void OnLost() override { metrics_->ObserveLeadershipLost(); }
-    void OnObservedHolder(const std::string&) override {}
+    void OnAcquired(int64_t token) override;
+    void OnLost(std::string_view reason) override;
+    void OnReleased() override;
+    void OnSlowPath() override { metrics_->ObserveSlowPath(); }
+    void OnObservedHolder(const std::string& holder) override;
 
    private:
+    void Record(const char* type, const char* action, std::string note);
+
     Metrics* const metrics_;
+    const std::string identity_;
+    kube::EventRecorder* events_ = nullptr;
   };
 
   Daemon(const SidecarConfig& config, Clock* clock);
@@ -94,13 +107,14 @@ class Daemon {
   Clock* const clock_;
   LeadershipPublisher publisher_;
   Metrics metrics_;
-  MetricsListener listener_;
+  Listener listener_;
   ApiContext api_context_;
 
   std::unique_ptr<kube::KubeLeaseStore> store_;
   std::unique_ptr<Elector> elector_;
   std::unique_ptr<ElectionLoop> loop_;
   std::unique_ptr<kube::LeaseWatcher> watcher_;
+  std::unique_ptr<kube::EventRecorder> events_;  // only with --events
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // only with --metrics-addr
   std::unique_ptr<GrpcServer> grpc_;

@@ -68,7 +68,7 @@ Leadership Snapshot(const Clock& clock, bool leading, int64_t token) {
 }
 
 int Run() {
-  InitLogging(spdlog::level::warn);
+  InitLogging({.level = spdlog::level::warn});
   // Debian builds Abseil without NDEBUG, which leaves absl::Mutex deadlock
   // detection on: every lock then updates a global lock graph under a global
   // lock. Measure what production runs.

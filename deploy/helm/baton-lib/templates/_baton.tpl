@@ -218,6 +218,12 @@ rules:
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [create]
+# create events: Events on the Lease as leadership changes (became leader,
+# stopped leading, released, new leader seen). Optional: without it baton
+# logs once and records none.
+- apiGroups: [events.k8s.io]
+  resources: [events]
+  verbs: [create]
 ---
 # Grants the Role to the sidecar's ServiceAccount, in this namespace only.
 apiVersion: rbac.authorization.k8s.io/v1
