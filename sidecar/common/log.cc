@@ -97,15 +97,17 @@ std::optional<std::vector<std::pair<std::string, std::string>>> ParseLogfmt(std:
   return fields;
 }
 
-void AppendJsonString(std::string& out, std::string_view s) {
+// Appends `s` in double quotes with `"`, `\` and control characters escaped:
+// \n, \r and \t by name, any other control character as `control_prefix` and
+// two hex digits (JSON's "\u00", logfmt's "\x").
+void AppendQuoted(std::string& out, std::string_view s, std::string_view control_prefix) {
   out += '"';
   for (char c : s) {
     switch (c) {
       case '"':
-        out += "\\\"";
-        break;
       case '\\':
-        out += "\\\\";
+        out += '\\';
+        out += c;
         break;
       case '\n':
         out += "\\n";
@@ -118,7 +120,8 @@ void AppendJsonString(std::string& out, std::string_view s) {
         break;
       default:
         if (IsControl(c)) {
-          absl::StrAppend(&out, "\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
+          out += control_prefix;
+          absl::StrAppend(&out, absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
         } else {
           out += c;
         }
@@ -126,6 +129,8 @@ void AppendJsonString(std::string& out, std::string_view s) {
   }
   out += '"';
 }
+
+void AppendJsonString(std::string& out, std::string_view s) { AppendQuoted(out, s, "\\u00"); }
 
 void AppendJsonField(std::string& out, std::string_view key, std::string_view value) {
   if (out.size() > 1) out += ',';
@@ -200,32 +205,8 @@ std::string LogfmtToJson(std::string_view ts, std::string_view level, std::strin
 std::string LogValue(std::string_view v) {
   auto plain = [](char c) { return c != ' ' && c != '"' && c != '=' && !IsControl(c); };
   if (!v.empty() && std::all_of(v.begin(), v.end(), plain)) return std::string(v);
-  std::string out = "\"";
-  for (char c : v) {
-    switch (c) {
-      case '"':
-      case '\\':
-        out += '\\';
-        out += c;
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (IsControl(c)) {
-          absl::StrAppend(&out, "\\x", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
+  std::string out;
+  AppendQuoted(out, v, "\\x");
   return out;
 }
 
