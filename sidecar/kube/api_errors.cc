@@ -70,6 +70,8 @@ absl::string_view ApiVerbName(ApiVerb verb) {
       return "create";
     case ApiVerb::kUpdate:
       return "update";
+    case ApiVerb::kPatch:
+      return "patch";
   }
   return "unknown";
 }

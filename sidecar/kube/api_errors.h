@@ -32,9 +32,9 @@ namespace baton::kube {
 
 // The Kubernetes verb of a request. It decides what a 409 means, and it is
 // what request observers (metrics) are told.
-enum class ApiVerb { kGet, kList, kWatch, kCreate, kUpdate };
+enum class ApiVerb { kGet, kList, kWatch, kCreate, kUpdate, kPatch };
 
-// "get", "list", "watch", "create", "update".
+// "get", "list", "watch", "create", "update", "patch".
 absl::string_view ApiVerbName(ApiVerb verb);
 
 // The status code for an HTTP answer to `verb` (the table above).

@@ -21,6 +21,8 @@ http::verb MethodOf(ApiVerb verb) {
       return http::verb::post;
     case ApiVerb::kUpdate:
       return http::verb::put;
+    case ApiVerb::kPatch:
+      return http::verb::patch;
     case ApiVerb::kGet:
     case ApiVerb::kList:
     case ApiVerb::kWatch:
@@ -176,7 +178,10 @@ absl::StatusOr<HttpRequest> KubeClient::NewRequest(ApiVerb verb, absl::string_vi
   }
   if (!token.empty()) req.set(http::field::authorization, absl::StrCat("Bearer ", token));
   if (!body.empty()) {
-    req.set(http::field::content_type, "application/json");
+    // A patch is a JSON merge patch (RFC 7386), the simplest of the three
+    // the API server takes.
+    req.set(http::field::content_type,
+            verb == ApiVerb::kPatch ? "application/merge-patch+json" : "application/json");
     req.body() = std::move(body);
   }
   return req;

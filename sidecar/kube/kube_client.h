@@ -69,7 +69,8 @@ class KubeClient {
 
   // Sends `body` (JSON; empty for none) to `path` (absolute API path with
   // query, e.g. "/apis/coordination.k8s.io/v1/namespaces/ns/leases/x") with
-  // the method of `verb` (GET for get/list/watch, POST create, PUT update)
+  // the method of `verb` (GET for get/list/watch, POST create, PUT update,
+  // PATCH patch: a JSON merge patch)
   // and returns the answer whatever its HTTP status. Errors are transport
   // failures only. Most callers want Call().
   absl::StatusOr<HttpResponse> Send(ApiVerb verb, absl::string_view path, std::string body = "");

@@ -81,6 +81,10 @@ ABSL_FLAG(bool, events, true,
           "Record Kubernetes Events (events.k8s.io/v1) on the Lease when this sidecar becomes "
           "leader, stops leading, releases the Lease or sees a new leader. Needs create on "
           "events; without it baton logs once and records none.");
+ABSL_FLAG(std::string, leader_label, "",
+          "A label key, e.g. baton.dev/leader: while this sidecar leads, its Pod ($POD_NAME) "
+          "carries KEY=true, so a Service can select the leader. Needs list and patch on pods. "
+          "Default: none.");
 ABSL_FLAG(std::string, log_format, "logfmt",
           "Log lines on stderr as logfmt (ts=... level=... event=... key=value) or json (one "
           "object per line, the same keys).");
@@ -160,6 +164,7 @@ ConfigInputs InputsFromFlags() {
   in.api_timeout = absl::GetFlag(FLAGS_api_timeout);
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   in.events = absl::GetFlag(FLAGS_events);
+  in.leader_label = absl::GetFlag(FLAGS_leader_label);
   in.log_format = absl::GetFlag(FLAGS_log_format);
   in.log_level = absl::GetFlag(FLAGS_log_level);
   in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);

@@ -7,6 +7,7 @@
 #include "absl/strings/strip.h"
 #include "sidecar/election/elector.h"
 #include "sidecar/election/timing.h"
+#include "sidecar/kube/pod_labeler.h"
 
 namespace baton {
 
@@ -92,6 +93,11 @@ absl::Status ValidateFlags(const ConfigInputs& in) {
                      " must be at least ", absl::FormatDuration(kMinSseHeartbeat),
                      ", the shortest heartbeat a watch stream may have"));
   }
+  if (!in.leader_label.empty()) {
+    if (absl::Status s = kube::ValidateLabelKey(in.leader_label); !s.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--leader-label=", s.message()));
+    }
+  }
   if (absl::Status s = ParseLogFormat(in.log_format).status(); !s.ok()) return s;
   return ParseLogLevel(in.log_level).status();
 }
@@ -123,6 +129,18 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.shutdown_grace = in.shutdown_grace;
   c.sse_heartbeat = in.sse_heartbeat;
   c.events = in.events;
+  c.leader_label = in.leader_label;
+  if (!c.leader_label.empty()) {
+    c.pod_name = in.pod_name;
+    c.pod_namespace = in.pod_namespace.empty()
+                          ? std::string(absl::StripAsciiWhitespace(in.client_namespace))
+                          : in.pod_namespace;
+    if (c.pod_name.empty() || c.pod_namespace.empty()) {
+      return absl::InvalidArgumentError(
+          "--leader-label needs the Pod to label: set POD_NAME (and POD_NAMESPACE outside a "
+          "Pod) from the Downward API's metadata.name and metadata.namespace");
+    }
+  }
   c.log.format = *ParseLogFormat(in.log_format);
   c.log.level = *ParseLogLevel(in.log_level);
   return c;

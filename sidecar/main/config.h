@@ -52,6 +52,11 @@ struct SidecarConfig {
   LogOptions log;
   // Record Kubernetes Events on the Lease as leadership changes.
   bool events = true;
+  // --leader-label: the label this sidecar's Pod carries while it leads
+  // (kube::PodLabeler); empty: none. Then the Pod is pod_namespace/pod_name.
+  std::string leader_label;
+  std::string pod_name;
+  std::string pod_namespace;
 };
 
 // The API request deadline when --api-timeout is not given: 5s, but at most
@@ -75,6 +80,7 @@ struct ConfigInputs {
   absl::Duration shutdown_grace = absl::Seconds(5);
   absl::Duration sse_heartbeat = absl::Seconds(15);
   bool events = true;
+  std::string leader_label;           // --leader-label
   std::string log_format = "logfmt";  // --log-format
   std::string log_level = "info";     // --log-level
   std::string pod_name;               // $POD_NAME
@@ -87,12 +93,12 @@ struct ConfigInputs {
 };
 
 // Checks what the flags say on their own: --lease-name present, durations,
-// addresses, timeouts, log format and level. main calls it before loading the API client config, so
-// a bad flag is reported first. InvalidArgument naming the flag.
+// addresses, timeouts, log format and level, the leader label's key. main calls it before loading
+// the API client config, so a bad flag is reported first. InvalidArgument naming the flag.
 absl::Status ValidateFlags(const ConfigInputs& in);
 
 // ValidateFlags, then resolves the defaults (namespace, identity, API
-// timeout). InvalidArgument with a message meant for the operator when
+// timeout, the leader label's Pod). InvalidArgument with a message meant for the operator when
 // something required is missing or inconsistent.
 absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in);
 

@@ -159,5 +159,26 @@ TEST(ConfigTest, SseHeartbeatDefaultsTo15sAndHasTheWatchMinimum) {
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--sse-heartbeat=50ms"));
 }
 
+TEST(ConfigTest, LeaderLabelIsOffByDefaultAndNeedsAValidKeyAndThePod) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->leader_label, "");
+  in.leader_label = "baton.dev/leader";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("POD_NAME"));
+  in.pod_name = "app-0";
+  absl::StatusOr<SidecarConfig> c = ConfigFrom(in);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->leader_label, "baton.dev/leader");
+  EXPECT_EQ(c->pod_name, "app-0");
+  EXPECT_EQ(c->pod_namespace, "prod");
+  // Outside a Pod the kubeconfig context's namespace; the Lease's may differ.
+  in.pod_namespace = "";
+  in.lease_namespace = "leases";
+  in.client_namespace = "apps\n";
+  EXPECT_EQ(ConfigFrom(in)->pod_namespace, "apps");
+  in.leader_label = "Baton.dev/leader";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()),
+              HasSubstr("--leader-label=\"Baton.dev/leader\" is not a label key"));
+}
+
 }  // namespace
 }  // namespace baton

@@ -40,12 +40,14 @@ void Daemon::Listener::Record(const char* type, const char* action, std::string 
 
 void Daemon::Listener::OnAcquired(int64_t token) {
   metrics_->ObserveLeadershipAcquired();
+  if (labeler_ != nullptr) labeler_->SetLeading(true);
   Record("Normal", "BecameLeader",
          absl::StrCat(identity_, " became leader (fencing token ", token, ")"));
 }
 
 void Daemon::Listener::OnLost(std::string_view reason) {
   metrics_->ObserveLeadershipLost();
+  if (labeler_ != nullptr) labeler_->SetLeading(false);
   // Stepping down on purpose is routine; losing the Lease is not.
   const bool on_purpose = reason == "shutdown" || reason == "resign";
   Record(on_purpose ? "Normal" : "Warning", "StoppedLeading",
@@ -96,6 +98,20 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
     events_options.identity = config_.identity;
     events_ = std::make_unique<kube::EventRecorder>(std::move(*events_client), events_options);
     listener_.set_events(events_.get());
+  }
+  if (!config_.leader_label.empty()) {
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> labels_client =
+        kube::KubeClient::Create(rest);
+    if (!labels_client.ok()) return labels_client.status();
+    kube::PodLabelerOptions label_options;
+    label_options.pod_namespace = config_.pod_namespace;
+    label_options.pod_name = config_.pod_name;
+    label_options.label_key = config_.leader_label;
+    label_options.lease = absl::StrCat(config_.lease_namespace, "/", config_.lease_name);
+    label_options.resync = config_.timing.lease_duration;
+    label_options.retry = config_.timing.retry_period;
+    labeler_ = std::make_unique<kube::PodLabeler>(std::move(*labels_client), label_options);
+    listener_.set_labeler(labeler_.get());
   }
 
   store_ = std::make_unique<kube::KubeLeaseStore>(std::move(*election_client),
@@ -158,6 +174,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
       [this](const LeaseEvent& event) { loop_->Observe(event); },
       [this](const absl::Status& status) { OnWatchStatus(status); });
   if (events_ != nullptr) events_->Start();
+  if (labeler_ != nullptr) labeler_->Start();
   loop_->Start();
   watcher_->Start();
   spdlog::info("event=started identity={} lease={}/{} server={} http={} grpc={}{}",
@@ -234,7 +251,9 @@ void Daemon::Stop(absl::Duration grace) {
   }
   if (watcher_ != nullptr) watcher_->Stop();
   const absl::Time deadline = absl::Now() + grace;
-  // The stepped-down and released Events, if the API server takes them in time.
+  // The leader label's removal (under way since the step-down), then the
+  // stepped-down and released Events, if the API server takes them in time.
+  if (labeler_ != nullptr) labeler_->Stop(deadline);
   if (events_ != nullptr) events_->Stop(deadline);
   if (grpc_ != nullptr) grpc_->Shutdown(deadline);
   if (http_ != nullptr) http_->Shutdown(deadline);

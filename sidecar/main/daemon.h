@@ -14,7 +14,8 @@
 //   2. once every promise handed out is acknowledged or has lapsed (within
 //      the grace period), release the Lease (if --release-on-shutdown and a
 //      fresh read still shows this sidecar as holder);
-//   3. stop the watcher and close the servers.
+//   3. stop the watcher, take the leader label off this Pod (--leader-label)
+//      and close the servers.
 #ifndef BATON_SIDECAR_MAIN_DAEMON_H_
 #define BATON_SIDECAR_MAIN_DAEMON_H_
 
@@ -37,6 +38,7 @@
 #include "sidecar/kube/event_recorder.h"
 #include "sidecar/kube/kube_lease_store.h"
 #include "sidecar/kube/lease_watcher.h"
+#include "sidecar/kube/pod_labeler.h"
 #include "sidecar/kube/rest_config.h"
 #include "sidecar/main/config.h"
 
@@ -76,8 +78,9 @@ class Daemon {
    public:
     Listener(Metrics* metrics, std::string identity)
         : metrics_(metrics), identity_(std::move(identity)) {}
-    // Set before the election loop starts; null: no Events.
+    // Set before the election loop starts; null: no Events, no label.
     void set_events(kube::EventRecorder* events) { events_ = events; }
+    void set_labeler(kube::PodLabeler* labeler) { labeler_ = labeler; }
     void OnRenew(absl::Duration latency, bool ok) override { metrics_->ObserveRenew(latency, ok); }
     void OnAcquired(int64_t token) override;
     void OnLost(std::string_view reason) override;
@@ -91,6 +94,7 @@ class Daemon {
     Metrics* const metrics_;
     const std::string identity_;
     kube::EventRecorder* events_ = nullptr;
+    kube::PodLabeler* labeler_ = nullptr;
   };
 
   Daemon(const SidecarConfig& config, Clock* clock);
@@ -115,6 +119,7 @@ class Daemon {
   std::unique_ptr<ElectionLoop> loop_;
   std::unique_ptr<kube::LeaseWatcher> watcher_;
   std::unique_ptr<kube::EventRecorder> events_;  // only with --events
+  std::unique_ptr<kube::PodLabeler> labeler_;    // only with --leader-label
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // only with --metrics-addr
   std::unique_ptr<GrpcServer> grpc_;

@@ -9,7 +9,6 @@ package run
 import (
 	"bufio"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/tools/clientcmd"
 
 	"baton/tests/internal/cptest"
 	"baton/tests/internal/netfault"
@@ -91,28 +88,15 @@ func newGroup(t *testing.T, runArgs, childArgs []string) *group {
 func (g *group) start() *replica {
 	t := g.t
 	t.Helper()
-	cfg, err := clientcmd.LoadFromFile(g.election.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster]
-	server, err := url.Parse(cluster.Server)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy, err := netfault.NewProxy(server.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(proxy.Close)
-	cluster.Server = "https://" + proxy.Addr()
 	name := fmt.Sprintf("r%d", g.next)
 	g.next++
 	el := g.election
 	el.Kubeconfig = filepath.Join(t.TempDir(), name+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, el.Kubeconfig); err != nil {
+	proxy, err := netfault.ProxiedKubeconfig(g.election.Kubeconfig, el.Kubeconfig)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(proxy.Close)
 	args := append(append([]string{}, g.runArgs...), "--", intervalsBinary(t), "--file="+g.file)
 	m, err := sidecars.Start(sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(t),
 		Name: name, Election: el, LogDir: t.TempDir(), Subcommand: "run",

@@ -67,6 +67,7 @@ type Spec struct {
 	// A baton subcommand before every flag ("run"); empty for the sidecar.
 	Subcommand string
 	Args       []string // more flags, after the common ones
+	Env        []string // more environment ("KEY=value"), after the test's own
 }
 
 // State is what GET /leader answers (the fields the tests read).
@@ -193,6 +194,9 @@ func Start(spec Spec) (*Member, error) {
 	}
 	m.cmd = exec.Command(spec.Binary, append(args, spec.Args...)...)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	if len(spec.Env) > 0 {
+		m.cmd.Env = append(os.Environ(), spec.Env...)
+	}
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := m.cmd.Start(); err != nil {
 		logFile.Close()
