@@ -28,6 +28,10 @@ renewDeadline: 10s
 retryPeriod: 2s
 releaseOnShutdown: true
 shutdownGrace: 5s
+sseHeartbeat: 15s
+events: true
+logFormat: logfmt
+logLevel: info
 image:
   repository: ghcr.io/baton-sidecar/baton
   tag: ""
@@ -115,6 +119,10 @@ restartPolicy: Always; the rest is the same in both modes.
   - --retry-period={{ $s.retryPeriod }}
   - --release-on-shutdown={{ $s.releaseOnShutdown }}
   - --shutdown-grace={{ $s.shutdownGrace }}
+  - --sse-heartbeat={{ $s.sseHeartbeat }}
+  - --events={{ $s.events }}
+  - --log-format={{ $s.logFormat }}
+  - --log-level={{ $s.logLevel }}
   # The application's API on loopback; probes and metrics on the Pod IP.
   - --http-addr=127.0.0.1:{{ $s.httpPort }}
   - --grpc-addr=127.0.0.1:{{ $s.grpcPort }}
@@ -218,12 +226,14 @@ rules:
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [create]
+{{- if $s.events }}
 # create events: Events on the Lease as leadership changes (became leader,
 # stopped leading, released, new leader seen). Optional: without it baton
-# logs once and records none.
+# logs once and records none. Only with events (--events).
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]
+{{- end }}
 ---
 # Grants the Role to the sidecar's ServiceAccount, in this namespace only.
 apiVersion: rbac.authorization.k8s.io/v1
