@@ -6,6 +6,7 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -28,7 +29,7 @@ type workload struct {
 	lease           string
 	mode            sidecarMode
 	leaderReadiness bool
-	flags           []string // more flags the sidecar must have
+	flags           []string // more flags the sidecar must have; --leader-label only if listed
 }
 
 func getDeployment(t *testing.T, ns, name string) appsv1.Deployment {
@@ -85,6 +86,10 @@ func checkWorkload(t *testing.T, ns string, w workload) {
 		if !slices.Contains(baton.Args, want) {
 			t.Errorf("baton args %v lack %s", baton.Args, want)
 		}
+	}
+	isLeaderLabel := func(a string) bool { return strings.HasPrefix(a, "--leader-label") }
+	if slices.ContainsFunc(baton.Args, isLeaderLabel) && !slices.ContainsFunc(w.flags, isLeaderLabel) {
+		t.Errorf("baton args %v set --leader-label by default; the label must be opt-in", baton.Args)
 	}
 	env := map[string]string{}
 	for _, e := range baton.Env {
@@ -196,7 +201,7 @@ func checkRoleNamesLease(t *testing.T, ns, role, lease string) {
 
 func TestHelmChartLints(t *testing.T) {
 	for _, set := range []string{"", "sidecarMode=classic,leaderReadiness.enabled=true,rbac.create=false,serviceAccount.create=false,serviceAccount.name=mine",
-		"events=false,logFormat=json,logLevel=warn,sseHeartbeat=500ms"} {
+		"leaderLabel.key=baton.dev/leader,events=false,logFormat=json,logLevel=warn,sseHeartbeat=500ms"} {
 		args := []string{"lint", "--strict", repo("deploy", "helm", "baton")}
 		if set != "" {
 			args = append(args, "--set", set)
@@ -208,15 +213,19 @@ func TestHelmChartLints(t *testing.T) {
 func TestHelmChartRendersAndIsAcceptedByTheAPIServer(t *testing.T) {
 	defaults := []string{"--sse-heartbeat=15s", "--events=true", "--log-format=logfmt", "--log-level=info"}
 	for _, tc := range []struct {
-		name string
-		set  string
-		w    workload
+		name        string
+		set         string
+		w           workload
+		leaderLabel string // the label the leader Service selects besides the chart's
 	}{
-		{"native", "", workload{mode: native, flags: defaults}},
-		{"classic-leader-readiness", "sidecarMode=classic,leaderReadiness.enabled=true", workload{mode: classic, leaderReadiness: true, flags: defaults}},
-		{"lease-name", "leaseName=my-lock", workload{mode: native, lease: "my-lock", flags: defaults}},
-		{"logging-events", "events=false,logFormat=json,logLevel=debug,sseHeartbeat=5s",
-			workload{mode: native, flags: []string{"--events=false", "--log-format=json", "--log-level=debug", "--sse-heartbeat=5s"}}},
+		{"native", "", workload{mode: native, flags: defaults}, ""},
+		{"classic-leader-readiness", "sidecarMode=classic,leaderReadiness.enabled=true", workload{mode: classic, leaderReadiness: true, flags: defaults}, ""},
+		{"lease-name", "leaseName=my-lock", workload{mode: native, lease: "my-lock", flags: defaults}, ""},
+		// The cluster-scoped policy is left out here; TestHelmChartLeaderLabelPolicy applies it.
+		{"leader-label-logging-events",
+			"leaderLabel.key=example.com/leader,leaderLabel.admissionPolicy.create=false,events=false,logFormat=json,logLevel=debug,sseHeartbeat=5s",
+			workload{mode: native, flags: []string{"--leader-label=example.com/leader", "--events=false",
+				"--log-format=json", "--log-level=debug", "--sse-heartbeat=5s"}}, "example.com/leader"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := cp.Namespace(t, "helm")
@@ -233,10 +242,27 @@ func TestHelmChartRendersAndIsAcceptedByTheAPIServer(t *testing.T) {
 			}
 			checkWorkload(t, ns, w)
 			checkRoleNamesLease(t, ns, "rel-baton", w.lease)
-			if w.leaderReadiness {
-				cp.MustKubectl(t, "", "get", "service", "rel-baton-leader", "-n", ns)
+			if w.leaderReadiness || tc.leaderLabel != "" {
+				checkLeaderServiceSelects(t, ns, "rel-baton-leader", tc.leaderLabel)
 			}
 		})
+	}
+}
+
+// checkLeaderServiceSelects: the stored Service selects the chart's Pods,
+// and with a leader label only those that carry it.
+func checkLeaderServiceSelects(t *testing.T, ns, service, leaderLabel string) {
+	t.Helper()
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(cp.MustKubectl(t, "", "get", "service", service, "-n", ns, "-o", "json")), &svc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"app.kubernetes.io/name": "baton", "app.kubernetes.io/instance": "rel"}
+	if leaderLabel != "" {
+		want[leaderLabel] = "true"
+	}
+	if !maps.Equal(svc.Spec.Selector, want) {
+		t.Errorf("Service %s selects %v, want %v", service, svc.Spec.Selector, want)
 	}
 }
 
@@ -255,11 +281,18 @@ func TestHelmChartSchemaRejectsMalformedValues(t *testing.T) {
 		"logLevel=trace",
 		"sseHeartbeat=15",
 		"events=yes",
+		"leaderLabel.key=Baton.dev/leader", // upper-case prefix
+		"leaderLabel.key=a/b/c",
+		"leaderLabel.key=-leader",
+		"leaderLabel.key=" + strings.Repeat("x", 64),
 	} {
 		out, err := helmResult(t, "template", "rel", repo("deploy", "helm", "baton"), "--set", set)
 		if err == nil || !strings.Contains(out, "values don't meet the specifications of the schema") {
 			t.Errorf("--set %s: err %v, output %q; want a schema refusal", set, err, out)
 		}
+	}
+	for _, set := range []string{"leaderLabel.key=baton.dev/leader", "leaderLabel.key=leader", "leaderLabel.key=a.b-c/x_y.z"} {
+		helm(t, "template", "rel", repo("deploy", "helm", "baton"), "--set", set)
 	}
 }
 
@@ -274,7 +307,8 @@ func canI(t *testing.T, kubeconfig, ns, verb, resource string) string {
 
 // grants says which optional rules a deployment gives its ServiceAccount.
 type grants struct {
-	events bool // create on events.k8s.io Events (--events, on by default)
+	events      bool // create on events.k8s.io Events (--events, on by default)
+	leaderLabel bool // list and patch on Pods (--leader-label)
 }
 
 // defaultGrants: what a deployment grants unless told otherwise.
@@ -296,8 +330,9 @@ func checkSidecarRBAC(t *testing.T, ns, sa, lease string, g grants) {
 	const leases = "leases.coordination.k8s.io"
 	for _, c := range []struct{ verb, resource, want string }{
 		{"create", "events.events.k8s.io", yesIf(g.events)},
-		{"list", "pods", "no"},
-		{"patch", "pods", "no"},
+		{"list", "pods", yesIf(g.leaderLabel)},
+		{"patch", "pods", yesIf(g.leaderLabel)},
+		{"patch", "pods/some-pod", yesIf(g.leaderLabel)},
 		{"watch", "pods", "no"},
 		{"update", "pods", "no"},
 		{"delete", "pods", "no"},
@@ -322,7 +357,7 @@ func checkSidecarRBAC(t *testing.T, ns, sa, lease string, g grants) {
 			t.Errorf("as %s/%s: can-i %s %s = %q, want %q", ns, sa, c.verb, c.resource, got, c.want)
 		}
 	}
-	for _, other := range []struct{ verb, resource string }{{"get", leases + "/" + lease}, {"create", "events.events.k8s.io"}} {
+	for _, other := range []struct{ verb, resource string }{{"get", leases + "/" + lease}, {"patch", "pods"}, {"list", "pods"}} {
 		if got := canI(t, kubeconfig, "kube-system", other.verb, other.resource); got != "no" {
 			t.Errorf("as %s/%s: can-i %s %s in kube-system = %q, want no (a Role, not a ClusterRole)", ns, sa, other.verb, other.resource, got)
 		}
@@ -360,6 +395,9 @@ func TestHelmChartRBACGrantsExactlyWhatTheSidecarNeeds(t *testing.T) {
 	}{
 		{"default", "", defaultGrants},
 		{"no-events", "events=false", grants{}},
+		// The policy is left out here: it is cluster-scoped, and
+		// TestHelmChartLeaderLabelPolicy tests it.
+		{"leader-label", "leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", grants{events: true, leaderLabel: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := cp.Namespace(t, "rbac")
