@@ -81,7 +81,7 @@ func TestComponentAddsBatonToTwoWorkloadsSharingANamespace(t *testing.T) {
 			t.Parallel() // each waits out a lease duration before its first election
 			sa := w.name + "-baton"
 			checkRoleNamesLease(t, ns, sa, w.name)
-			checkSidecarRBAC(t, ns, sa, w.name)
+			checkSidecarRBAC(t, ns, sa, w.name, defaultGrants)
 
 			spec := podTemplateOf(t, ns, w.kind, w.name)
 			if spec.ServiceAccountName != sa {
@@ -143,7 +143,7 @@ func TestHelmLibraryAddsBatonToTwoReleasesSharingANamespace(t *testing.T) {
 			t.Parallel()         // each waits out a lease duration before its first election
 			name := r + "-baton" // ServiceAccount, Role, RoleBinding and Lease
 			checkRoleNamesLease(t, ns, name, name)
-			checkSidecarRBAC(t, ns, name, name)
+			checkSidecarRBAC(t, ns, name, name, defaultGrants)
 			spec := podTemplateOf(t, ns, "deployment", r)
 			if spec.ServiceAccountName != name {
 				t.Errorf("serviceAccountName %q, want %q", spec.ServiceAccountName, name)

@@ -1,6 +1,7 @@
 // Package deploy tests what a platform team deploys: the kustomize base and
 // examples and the Helm chart in deploy/, applied to the real control plane;
-// the RBAC they grant, checked as the ServiceAccount itself; a baton sidecar
+// the RBAC they grant, checked as the ServiceAccount itself; the leader
+// label's admission policy, tried with that ServiceAccount's token; a baton sidecar
 // running with that ServiceAccount's token; the `baton leases` audit
 // command; and the Dockerfile's runtime stage against what the built binary
 // needs.

@@ -6,6 +6,7 @@ package deploy
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ type workload struct {
 	lease           string
 	mode            sidecarMode
 	leaderReadiness bool
+	flags           []string // more flags the sidecar must have; --leader-label only if listed
 }
 
 func getDeployment(t *testing.T, ns, name string) appsv1.Deployment {
@@ -79,11 +81,15 @@ func checkWorkload(t *testing.T, ns string, w workload) {
 		}
 	}
 
-	for _, want := range []string{"--lease-name=" + w.lease, "--metrics-addr=0.0.0.0:9090",
-		"--http-addr=127.0.0.1:4040", "--grpc-addr=127.0.0.1:4041"} {
+	for _, want := range append([]string{"--lease-name=" + w.lease, "--metrics-addr=0.0.0.0:9090",
+		"--http-addr=127.0.0.1:4040", "--grpc-addr=127.0.0.1:4041"}, w.flags...) {
 		if !slices.Contains(baton.Args, want) {
 			t.Errorf("baton args %v lack %s", baton.Args, want)
 		}
+	}
+	isLeaderLabel := func(a string) bool { return strings.HasPrefix(a, "--leader-label") }
+	if slices.ContainsFunc(baton.Args, isLeaderLabel) && !slices.ContainsFunc(w.flags, isLeaderLabel) {
+		t.Errorf("baton args %v set --leader-label by default; the label must be opt-in", baton.Args)
 	}
 	env := map[string]string{}
 	for _, e := range baton.Env {
@@ -194,7 +200,8 @@ func checkRoleNamesLease(t *testing.T, ns, role, lease string) {
 }
 
 func TestHelmChartLints(t *testing.T) {
-	for _, set := range []string{"", "sidecarMode=classic,leaderReadiness.enabled=true,rbac.create=false,serviceAccount.create=false,serviceAccount.name=mine"} {
+	for _, set := range []string{"", "sidecarMode=classic,leaderReadiness.enabled=true,rbac.create=false,serviceAccount.create=false,serviceAccount.name=mine",
+		"leaderLabel.key=baton.dev/leader,events=false,logFormat=json,logLevel=warn,sseHeartbeat=500ms"} {
 		args := []string{"lint", "--strict", repo("deploy", "helm", "baton")}
 		if set != "" {
 			args = append(args, "--set", set)
@@ -204,14 +211,21 @@ func TestHelmChartLints(t *testing.T) {
 }
 
 func TestHelmChartRendersAndIsAcceptedByTheAPIServer(t *testing.T) {
+	defaults := []string{"--sse-heartbeat=15s", "--events=true", "--log-format=logfmt", "--log-level=info"}
 	for _, tc := range []struct {
-		name string
-		set  string
-		w    workload
+		name        string
+		set         string
+		w           workload
+		leaderLabel string // the label the leader Service selects besides the chart's
 	}{
-		{"native", "", workload{mode: native}},
-		{"classic-leader-readiness", "sidecarMode=classic,leaderReadiness.enabled=true", workload{mode: classic, leaderReadiness: true}},
-		{"lease-name", "leaseName=my-lock", workload{mode: native, lease: "my-lock"}},
+		{"native", "", workload{mode: native, flags: defaults}, ""},
+		{"classic-leader-readiness", "sidecarMode=classic,leaderReadiness.enabled=true", workload{mode: classic, leaderReadiness: true, flags: defaults}, ""},
+		{"lease-name", "leaseName=my-lock", workload{mode: native, lease: "my-lock", flags: defaults}, ""},
+		// The cluster-scoped policy is left out here; TestHelmChartLeaderLabelPolicy applies it.
+		{"leader-label-logging-events",
+			"leaderLabel.key=example.com/leader,leaderLabel.admissionPolicy.create=false,events=false,logFormat=json,logLevel=debug,sseHeartbeat=5s",
+			workload{mode: native, flags: []string{"--leader-label=example.com/leader", "--events=false",
+				"--log-format=json", "--log-level=debug", "--sse-heartbeat=5s"}}, "example.com/leader"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := cp.Namespace(t, "helm")
@@ -228,10 +242,27 @@ func TestHelmChartRendersAndIsAcceptedByTheAPIServer(t *testing.T) {
 			}
 			checkWorkload(t, ns, w)
 			checkRoleNamesLease(t, ns, "rel-baton", w.lease)
-			if w.leaderReadiness {
-				cp.MustKubectl(t, "", "get", "service", "rel-baton-leader", "-n", ns)
+			if w.leaderReadiness || tc.leaderLabel != "" {
+				checkLeaderServiceSelects(t, ns, "rel-baton-leader", tc.leaderLabel)
 			}
 		})
+	}
+}
+
+// checkLeaderServiceSelects: the stored Service selects the chart's Pods,
+// and with a leader label only those that carry it.
+func checkLeaderServiceSelects(t *testing.T, ns, service, leaderLabel string) {
+	t.Helper()
+	var svc corev1.Service
+	if err := json.Unmarshal([]byte(cp.MustKubectl(t, "", "get", "service", service, "-n", ns, "-o", "json")), &svc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"app.kubernetes.io/name": "baton", "app.kubernetes.io/instance": "rel"}
+	if leaderLabel != "" {
+		want[leaderLabel] = "true"
+	}
+	if !maps.Equal(svc.Spec.Selector, want) {
+		t.Errorf("Service %s selects %v, want %v", service, svc.Spec.Selector, want)
 	}
 }
 
@@ -244,6 +275,27 @@ func TestHelmChartRefusesNativeSidecarsBefore129(t *testing.T) {
 	}
 }
 
+func TestHelmChartSchemaRejectsMalformedValues(t *testing.T) {
+	for _, set := range []string{
+		"logFormat=text",
+		"logLevel=trace",
+		"sseHeartbeat=15",
+		"events=yes",
+		"leaderLabel.key=Baton.dev/leader", // upper-case prefix
+		"leaderLabel.key=a/b/c",
+		"leaderLabel.key=-leader",
+		"leaderLabel.key=" + strings.Repeat("x", 64),
+	} {
+		out, err := helmResult(t, "template", "rel", repo("deploy", "helm", "baton"), "--set", set)
+		if err == nil || !strings.Contains(out, "values don't meet the specifications of the schema") {
+			t.Errorf("--set %s: err %v, output %q; want a schema refusal", set, err, out)
+		}
+	}
+	for _, set := range []string{"leaderLabel.key=baton.dev/leader", "leaderLabel.key=leader", "leaderLabel.key=a.b-c/x_y.z"} {
+		helm(t, "template", "rel", repo("deploy", "helm", "baton"), "--set", set)
+	}
+}
+
 // canI asks the API server, as the holder of kubeconfig, whether it may do
 // verb on resource in ns ("yes" or "no").
 func canI(t *testing.T, kubeconfig, ns, verb, resource string) string {
@@ -253,13 +305,38 @@ func canI(t *testing.T, kubeconfig, ns, verb, resource string) string {
 	return strings.TrimSpace(out)
 }
 
+// grants says which optional rules a deployment gives its ServiceAccount.
+type grants struct {
+	events      bool // create on events.k8s.io Events (--events, on by default)
+	leaderLabel bool // list and patch on Pods (--leader-label)
+}
+
+// defaultGrants: what a deployment grants unless told otherwise.
+var defaultGrants = grants{events: true}
+
+// yesIf is can-i's answer for a permission granted when granted is true.
+func yesIf(granted bool) string {
+	if granted {
+		return "yes"
+	}
+	return "no"
+}
+
 // checkSidecarRBAC: exactly get/update/watch on the one Lease and create on
-// Leases; nothing else, nowhere else.
-func checkSidecarRBAC(t *testing.T, ns, sa, lease string) {
+// Leases, plus what g names; nothing else, nowhere else.
+func checkSidecarRBAC(t *testing.T, ns, sa, lease string, g grants) {
 	t.Helper()
 	kubeconfig := cp.TokenKubeconfig(t, ns, sa)
 	const leases = "leases.coordination.k8s.io"
 	for _, c := range []struct{ verb, resource, want string }{
+		{"create", "events.events.k8s.io", yesIf(g.events)},
+		{"list", "pods", yesIf(g.leaderLabel)},
+		{"patch", "pods", yesIf(g.leaderLabel)},
+		{"patch", "pods/some-pod", yesIf(g.leaderLabel)},
+		{"watch", "pods", "no"},
+		{"update", "pods", "no"},
+		{"delete", "pods", "no"},
+		{"get", "events.events.k8s.io", "no"},
 		{"get", leases + "/" + lease, "yes"},
 		{"update", leases + "/" + lease, "yes"},
 		{"watch", leases + "/" + lease, "yes"},
@@ -280,8 +357,10 @@ func checkSidecarRBAC(t *testing.T, ns, sa, lease string) {
 			t.Errorf("as %s/%s: can-i %s %s = %q, want %q", ns, sa, c.verb, c.resource, got, c.want)
 		}
 	}
-	if got := canI(t, kubeconfig, "kube-system", "get", leases+"/"+lease); got != "no" {
-		t.Errorf("as %s/%s: can-i get the Lease in kube-system = %q, want no (a Role, not a ClusterRole)", ns, sa, got)
+	for _, other := range []struct{ verb, resource string }{{"get", leases + "/" + lease}, {"patch", "pods"}, {"list", "pods"}} {
+		if got := canI(t, kubeconfig, "kube-system", other.verb, other.resource); got != "no" {
+			t.Errorf("as %s/%s: can-i %s %s in kube-system = %q, want no (a Role, not a ClusterRole)", ns, sa, other.verb, other.resource, got)
+		}
 	}
 	// The token really is the ServiceAccount's: a request outside the Role is refused.
 	if _, err := cp.KubectlAs(kubeconfig, "", "get", "leases", "-n", ns); err == nil || !strings.Contains(err.Error(), "Forbidden") {
@@ -292,7 +371,7 @@ func checkSidecarRBAC(t *testing.T, ns, sa, lease string) {
 func TestKustomizeBaseGrantsExactlyWhatTheSidecarNeeds(t *testing.T) {
 	ns := cp.Namespace(t, "rbac")
 	applyServerSide(t, kustomizeIn(t, "deploy/base", ns, ""))
-	checkSidecarRBAC(t, ns, "baton", "example-app")
+	checkSidecarRBAC(t, ns, "baton", "example-app", defaultGrants)
 }
 
 func TestKustomizeBaseLeaseNameIsPatchable(t *testing.T) {
@@ -306,12 +385,29 @@ func TestKustomizeBaseLeaseNameIsPatchable(t *testing.T) {
       value: my-lease
 `
 	applyServerSide(t, kustomizeIn(t, "deploy/base", ns, patch))
-	checkSidecarRBAC(t, ns, "baton", "my-lease")
+	checkSidecarRBAC(t, ns, "baton", "my-lease", defaultGrants)
 }
 
 func TestHelmChartRBACGrantsExactlyWhatTheSidecarNeeds(t *testing.T) {
-	ns := cp.Namespace(t, "rbac")
-	manifests := helm(t, "template", "rel", repo("deploy", "helm", "baton"), "--namespace", ns, "--set", "leaseName=my-lock")
-	cp.MustKubectl(t, manifests, "apply", "--server-side", "--field-manager=baton-deploy-test", "-n", ns, "-f", "-")
-	checkSidecarRBAC(t, ns, "rel-baton", "my-lock")
+	for _, tc := range []struct {
+		name, set string
+		g         grants
+	}{
+		{"default", "", defaultGrants},
+		{"no-events", "events=false", grants{}},
+		// The policy is left out here: it is cluster-scoped, and
+		// TestHelmChartLeaderLabelPolicy tests it.
+		{"leader-label", "leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", grants{events: true, leaderLabel: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := cp.Namespace(t, "rbac")
+			set := "leaseName=my-lock"
+			if tc.set != "" {
+				set += "," + tc.set
+			}
+			manifests := helm(t, "template", "rel", repo("deploy", "helm", "baton"), "--namespace", ns, "--set", set)
+			cp.MustKubectl(t, manifests, "apply", "--server-side", "--field-manager=baton-deploy-test", "-n", ns, "-f", "-")
+			checkSidecarRBAC(t, ns, "rel-baton", "my-lock", tc.g)
+		})
+	}
 }

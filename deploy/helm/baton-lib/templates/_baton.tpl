@@ -10,7 +10,11 @@ defaults in "baton-lib.defaults"). Names: "name" (default
 releases share a namespace; "leaseName" defaults to "name".
 
   baton-lib.rbac               the ServiceAccount, Role and RoleBinding (as
-                               serviceAccount.create and rbac.create say)
+                               serviceAccount.create and rbac.create say);
+                               with leaderLabel.key also the Role and
+                               RoleBinding "<name>-leader-label" on Pods
+                               (rbac.create) and the admission policy that
+                               narrows them (leaderLabel.admissionPolicy.create)
   baton-lib.container          the sidecar, a list item for initContainers
                                (sidecarMode native, Kubernetes >= 1.29) or
                                containers (classic)
@@ -28,6 +32,14 @@ renewDeadline: 10s
 retryPeriod: 2s
 releaseOnShutdown: true
 shutdownGrace: 5s
+sseHeartbeat: 15s
+events: true
+logFormat: logfmt
+logLevel: info
+leaderLabel:
+  key: ""
+  admissionPolicy:
+    create: true
 image:
   repository: ghcr.io/baton-sidecar/baton
   tag: ""
@@ -115,6 +127,13 @@ restartPolicy: Always; the rest is the same in both modes.
   - --retry-period={{ $s.retryPeriod }}
   - --release-on-shutdown={{ $s.releaseOnShutdown }}
   - --shutdown-grace={{ $s.shutdownGrace }}
+  - --sse-heartbeat={{ $s.sseHeartbeat }}
+  - --events={{ $s.events }}
+  - --log-format={{ $s.logFormat }}
+  - --log-level={{ $s.logLevel }}
+  {{- with $s.leaderLabel.key }}
+  - --leader-label={{ . }}
+  {{- end }}
   # The application's API on loopback; probes and metrics on the Pod IP.
   - --http-addr=127.0.0.1:{{ $s.httpPort }}
   - --grpc-addr=127.0.0.1:{{ $s.grpcPort }}
@@ -218,12 +237,14 @@ rules:
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [create]
+{{- if $s.events }}
 # create events: Events on the Lease as leadership changes (became leader,
 # stopped leading, released, new leader seen). Optional: without it baton
-# logs once and records none.
+# logs once and records none. Only with events (--events).
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]
+{{- end }}
 ---
 # Grants the Role to the sidecar's ServiceAccount, in this namespace only.
 apiVersion: rbac.authorization.k8s.io/v1
@@ -243,4 +264,145 @@ subjects:
   name: {{ include "baton-lib.serviceAccountName" . }}
   namespace: {{ .root.Release.Namespace }}
 {{- end }}
+{{- if $s.leaderLabel.key }}
+{{- if $s.rbac.create }}
+---
+# What --leader-label adds, apart from the Role above so that it exists only
+# with the label on. Pods are named by their ReplicaSet, so RBAC cannot name
+# them: this allows listing every Pod in the namespace and patching any of
+# them; the admission policy below narrows the patches down. (The same Role
+# as deploy/components/leader-label/role.yaml.)
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $name }}-leader-label
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+rules:
+- apiGroups: [""]
+  resources: [pods]
+  verbs:
+  # list: on becoming leader, find the Pods still labelled {{ $s.leaderLabel.key }}=true
+  # whose baton.dev/leader-of annotation names this Lease (a previous leader
+  # killed before it removed its label).
+  - list
+  # patch: set the label and annotation on this sidecar's own Pod while it
+  # leads; remove them from it when it stops and from a previous leader's.
+  - patch
+---
+# Grants it to the sidecar's ServiceAccount, in this namespace only.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $name }}-leader-label
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $name }}-leader-label
+subjects:
+- kind: ServiceAccount
+  name: {{ include "baton-lib.serviceAccountName" . }}
+  namespace: {{ .root.Release.Namespace }}
+{{- end }}
+{{- if $s.leaderLabel.admissionPolicy.create }}
+{{- include "baton-lib.leaderLabelPolicy" . }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The ValidatingAdmissionPolicy and its Binding (cluster-scoped, Kubernetes
+>= 1.30, named "<name>-leader-label.<namespace>" to be unique in the
+cluster): a Pod update by the sidecar's ServiceAccount may add, change or
+remove the leader label (value "true") and the annotation
+baton.dev/leader-of, and nothing else: any other label or annotation, the
+finalizers, the owner references or anything in the spec is refused. Other
+users' updates are not affected. (The same checks as
+deploy/components/leader-label/admission-policy.yaml.)
+*/}}
+{{- define "baton-lib.leaderLabelPolicy" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- $policy := printf "%s-leader-label.%s" (include "baton-lib.name" .) .root.Release.Namespace }}
+---
+# Narrows the Pod patches the leader-label Role allows down to the label
+# and its annotation, for this release's ServiceAccount only.
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {{ $policy }}
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: [v1]
+      resources: [pods]
+      operations: [UPDATE]
+  variables:
+  - name: fromSidecar
+    expression: >-
+      request.userInfo.username == 'system:serviceaccount:{{ .root.Release.Namespace }}:{{ include "baton-lib.serviceAccountName" . }}'
+  - name: label
+    expression: "'{{ $s.leaderLabel.key }}'"
+  - name: annotation
+    expression: "'baton.dev/leader-of'"
+  - name: oldLabels
+    expression: "oldObject.metadata.?labels.orValue({})"
+  - name: newLabels
+    expression: "object.metadata.?labels.orValue({})"
+  - name: oldAnnotations
+    expression: "oldObject.metadata.?annotations.orValue({})"
+  - name: newAnnotations
+    expression: "object.metadata.?annotations.orValue({})"
+  validations:
+  - expression: "!variables.fromSidecar || object.spec == oldObject.spec"
+    message: the baton ServiceAccount may not change a Pod's spec
+  - expression: >-
+      !variables.fromSidecar ||
+      (variables.newLabels.all(k, k == variables.label ||
+         (k in variables.oldLabels && variables.oldLabels[k] == variables.newLabels[k])) &&
+       variables.oldLabels.all(k, k == variables.label || k in variables.newLabels))
+    messageExpression: "'the baton ServiceAccount may change only the label ' + variables.label + ' of a Pod'"
+  - expression: >-
+      !variables.fromSidecar || !(variables.label in variables.newLabels) ||
+      variables.newLabels[variables.label] == 'true'
+    messageExpression: "'the baton ServiceAccount may set the label ' + variables.label + ' only to \"true\"'"
+  - expression: >-
+      !variables.fromSidecar ||
+      (variables.newAnnotations.all(k, k == variables.annotation ||
+         (k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.newAnnotations[k])) &&
+       variables.oldAnnotations.all(k, k == variables.annotation || k in variables.newAnnotations))
+    messageExpression: "'the baton ServiceAccount may change only the annotation ' + variables.annotation + ' of a Pod'"
+  - expression: >-
+      !variables.fromSidecar ||
+      (object.metadata.?finalizers == oldObject.metadata.?finalizers &&
+       object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences)
+    message: the baton ServiceAccount may not change a Pod's finalizers or owner references
+---
+# Applies the policy to Pod updates in this release's namespace.
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {{ $policy }}
+  {{- with $s.labels }}
+  labels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  policyName: {{ $policy }}
+  validationActions: [Deny]
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        kubernetes.io/metadata.name: {{ .root.Release.Namespace }}
 {{- end -}}
