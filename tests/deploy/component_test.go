@@ -35,10 +35,12 @@ func podTemplateOf(t *testing.T, ns, kind, name string) corev1.PodSpec {
 	return w.Spec.Template.Spec
 }
 
-// runTemplate starts n baton processes as the Pods of spec would run them:
-// with its ServiceAccount's token and the baton container's arguments, but
-// local addresses of their own (the test runs them side by side).
-func runTemplate(t *testing.T, ns, lease string, spec corev1.PodSpec, n int) []*sidecars.Member {
+// runTemplate starts one baton process for each of pods as that Pod of spec
+// would run it: with its ServiceAccount's token, the baton container's
+// arguments and literal environment (BATON_* settings), and POD_NAME and
+// POD_NAMESPACE as the Downward API sets them, but local addresses of its
+// own (the test runs them side by side). The pod name is also the identity.
+func runTemplate(t *testing.T, ns, lease string, spec corev1.PodSpec, pods ...string) []*sidecars.Member {
 	t.Helper()
 	baton := findContainer(spec.InitContainers, "baton")
 	var args []string
@@ -48,21 +50,18 @@ func runTemplate(t *testing.T, ns, lease string, spec corev1.PodSpec, n int) []*
 			args = append(args, a)
 		}
 	}
+	var env []string
+	for _, e := range baton.Env {
+		if e.ValueFrom == nil {
+			env = append(env, e.Name+"="+e.Value)
+		}
+	}
 	el := sidecars.Election{Kubeconfig: cp.TokenKubeconfig(t, ns, spec.ServiceAccountName), Namespace: ns, Lease: lease}
 	var members []*sidecars.Member
-	for i := 0; i < n; i++ {
-		m, err := sidecars.Start(sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(t),
-			Name: string(rune('a' + i)), Election: el, LogDir: t.TempDir(), Args: args})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			m.Kill()
-			if t.Failed() {
-				t.Logf("--- log of %s:\n%s", m.Name, m.Log())
-			}
-		})
-		members = append(members, m)
+	for _, pod := range pods {
+		members = append(members, sidecars.StartInTest(t, sidecars.Spec{Kind: sidecars.Baton,
+			Binary: sidecars.BatonBinary(t), Name: pod, Election: el, Args: args,
+			Env: append([]string{"POD_NAME=" + pod, "POD_NAMESPACE=" + ns}, env...)}))
 	}
 	return members
 }
@@ -116,7 +115,7 @@ func checkElects(t *testing.T, ns, kind, name, lease string) {
 	spec := podTemplateOf(t, ns, kind, name)
 	// With the template's 15s lease duration a sidecar that finds no Lease
 	// waits out a lease duration (and margins) before creating it.
-	members := runTemplate(t, ns, lease, spec, 2)
+	members := runTemplate(t, ns, lease, spec, "a", "b")
 	leader, st := sidecars.WaitLeader(t, members, 30*time.Second)
 	holder := cp.MustKubectl(t, "", "get", "lease", lease, "-n", ns, "-o", "jsonpath={.spec.holderIdentity}")
 	if holder != leader.Name || st.HolderIdentity != leader.Name {

@@ -3,7 +3,8 @@
 // to the real API server. Their extra Role lets the ServiceAccount list and
 // patch Pods; their ValidatingAdmissionPolicy lets those patches change only
 // the label and its annotation, checked with the ServiceAccount's own token
-// on plain Pod objects (no kubelet runs them; they stay Pending).
+// on plain Pod objects (no kubelet runs them; they stay Pending), and with
+// real sidecars whose label follows a handover.
 package deploy
 
 import (
@@ -12,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"baton/tests/internal/sidecars"
 )
 
 // leaderOf is the annotation naming the Lease a labelled Pod leads.
@@ -69,6 +73,45 @@ func TestLeaderLabelComponentIsAcceptedByTheAPIServer(t *testing.T) {
 	checkRoleNamesLease(t, ns, "api-baton", "api")
 	checkSidecarRBAC(t, ns, "api-baton", "api", grants{events: true, leaderLabel: true})
 	checkLeaderLabelPolicy(t, ns, "api-baton", "baton.dev/leader")
+	checkLabelFollowsTheLeader(t, ns, spec, "api", "baton.dev/leader")
+}
+
+// checkLabelFollowsTheLeader runs two sidecars from spec, each in a Pod of
+// its own, through the Role and the admission policy deployed for them:
+// the leader's Pod carries key=true, then after a SIGTERM handover the new
+// leader's alone, and neither sidecar was refused anything.
+func checkLabelFollowsTheLeader(t *testing.T, ns string, spec corev1.PodSpec, lease, key string) {
+	t.Helper()
+	pods := []string{"api-1", "api-2"}
+	for _, pod := range pods {
+		createPod(t, ns, pod, map[string]string{"app.kubernetes.io/name": "api"}, nil)
+	}
+	members := runTemplate(t, ns, lease, spec, pods...)
+	labelled := func() string {
+		return cp.MustKubectl(t, "", "get", "pods", "-n", ns, "-l", key+"=true", "-o", "jsonpath={.items[*].metadata.name}")
+	}
+	await := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for labelled() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("Pods labelled %s=true: %q, want %q", key, labelled(), want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	leader, st := sidecars.WaitLeader(t, members, 30*time.Second)
+	await(leader.Name)
+	go leader.AcknowledgeOnceSteppedDown(st.FencingToken)
+	leader.Signal(syscall.SIGTERM)
+	next, _ := sidecars.WaitLeader(t, sidecars.Others(members, leader), 10*time.Second)
+	await(next.Name)
+	sidecars.CheckExitAfterSIGTERM(t, leader)
+	for _, m := range members {
+		if log := m.Log(); strings.Contains(log, "leader_label_failed") || strings.Contains(log, "HTTP 403") {
+			t.Errorf("%s was refused something:\n%s", m.Name, log)
+		}
+	}
 }
 
 func TestHelmChartLeaderLabelPolicy(t *testing.T) {

@@ -157,19 +157,10 @@ func startLabelledReplica(t *testing.T, e *env, pod string, generation int) *lab
 		t.Fatal(err)
 	}
 	t.Cleanup(proxy.Close)
-	m, err := sidecars.Start(sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(t),
-		Name: fmt.Sprintf("%s_%d", pod, generation), Election: el, LogDir: t.TempDir(),
+	m := sidecars.StartInTest(t, sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(t),
+		Name: fmt.Sprintf("%s_%d", pod, generation), Election: el,
 		Args: []string{"--leader-label=" + leaderLabel},
 		Env:  []string{"POD_NAME=" + pod, "POD_NAMESPACE=" + e.Namespace}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m.Kill()
-		if t.Failed() {
-			t.Logf("--- log of %s:\n%s", m.Name, m.Log())
-		}
-	})
 	return &labelledReplica{Member: m, pod: pod, proxy: proxy}
 }
 

@@ -98,18 +98,8 @@ func (g *group) start() *replica {
 	}
 	t.Cleanup(proxy.Close)
 	args := append(append([]string{}, g.runArgs...), "--", intervalsBinary(t), "--file="+g.file)
-	m, err := sidecars.Start(sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(t),
-		Name: name, Election: el, LogDir: t.TempDir(), Subcommand: "run",
-		Args: append(args, g.childArgs...)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		m.Kill()
-		if t.Failed() {
-			t.Logf("--- log of %s:\n%s", m.Name, m.Log())
-		}
-	})
+	m := sidecars.StartInTest(t, sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(t),
+		Name: name, Election: el, Subcommand: "run", Args: append(args, g.childArgs...)})
 	r := &replica{Member: m, proxy: proxy}
 	g.replicas[name] = r
 	return r

@@ -126,13 +126,13 @@ func BuildGoElector() (string, error) {
 // Sidecar starts a baton sidecar named name campaigning in el.
 func Sidecar(t testing.TB, el Election, name string) *Member {
 	t.Helper()
-	return start(t, Spec{Kind: Baton, Binary: BatonBinary(t), Name: name, Election: el})
+	return StartInTest(t, Spec{Kind: Baton, Binary: BatonBinary(t), Name: name, Election: el})
 }
 
 // GoElector starts a client-go LeaderElector named name campaigning in el.
 func GoElector(t testing.TB, el Election, name string) *Member {
 	t.Helper()
-	return start(t, Spec{Kind: ClientGo, Binary: GoElectorBinary(t), Name: name, Election: el})
+	return StartInTest(t, Spec{Kind: ClientGo, Binary: GoElectorBinary(t), Name: name, Election: el})
 }
 
 // FreeAddr is a 127.0.0.1 address with a port nobody listened on a moment ago.
@@ -145,9 +145,10 @@ func FreeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// start is Start in a test's temporary directory; it kills the process when
-// the test ends, printing its log if the test failed.
-func start(t testing.TB, spec Spec) *Member {
+// StartInTest is Start for a test: the log goes to a temporary directory
+// of t's, a failure to start fails t, and the process is killed when the
+// test ends, its log printed if the test failed.
+func StartInTest(t testing.TB, spec Spec) *Member {
 	t.Helper()
 	spec.LogDir = t.TempDir()
 	m, err := Start(spec)
