@@ -187,9 +187,10 @@ absl::Status PodLabeler::Sweep() {
   for (const boost::json::value& item : items->get_array()) {
     const std::string pod = PodLabeledFor(item, options_.lease);
     if (pod.empty() || pod == options_.pod_name) continue;
-    const absl::Status removed = PatchPod(pod, false);
+    absl::Status removed = PatchPod(pod, false);
     // A Pod deleted meanwhile carries no label.
-    if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+    if (absl::IsNotFound(removed)) continue;
+    if (!removed.ok()) return removed;
     spdlog::info("event=leader_label_removed pod={}/{} label={} lease={} reason=stale",
                  options_.pod_namespace, LogValue(pod), options_.label_key, options_.lease);
   }
