@@ -134,10 +134,19 @@ void PodLabeler::Run() {
 
 absl::Status PodLabeler::Apply(bool leading) {
   if (leading) {
-    if (absl::Status swept = Sweep(); !swept.ok()) {
+    if (absl::Status swept = Sweep(); absl::IsPermissionDenied(swept)) {
+      // Without `list` on pods there is no sweep to wait for; said once.
+      if (!sweep_forbidden_) {
+        sweep_forbidden_ = true;
+        spdlog::warn(
+            "event=leader_label_sweep_forbidden pod={}/{} label={} error={} next=\"label this "
+            "Pod without sweeping; grant list on pods to clear a previous leader's label\"",
+            options_.pod_namespace, LogValue(options_.pod_name), options_.label_key,
+            LogValue(swept.ToString()));
+      }
+    } else if (!swept.ok()) {
       LogFailure("sweep", swept);
-      // Without `list` on pods there is no sweep to wait for.
-      if (!absl::IsPermissionDenied(swept)) return swept;
+      return swept;
     }
   }
   absl::Status patched = PatchPod(options_.pod_name, leading);
@@ -222,11 +231,8 @@ void PodLabeler::LogFailure(const char* what, const absl::Status& status) {
   }
   if (failing_ == what || absl::IsCancelled(status)) return;
   failing_ = what;
-  const bool sweep = failing_ == "sweep";
   const char* next = absl::IsPermissionDenied(status)
-                         ? (sweep ? "label this Pod without sweeping; grant list on pods "
-                                    "to clear a previous leader's label"
-                                  : "retry; grant patch on pods for the leader label")
+                         ? "retry; grant patch on pods for the leader label"
                      : absl::IsNotFound(status) ? "retry; POD_NAME must name this Pod"
                                                 : "retry";
   spdlog::warn("event=leader_label_failed pod={}/{} label={} step={} error={} next=\"{}\"",

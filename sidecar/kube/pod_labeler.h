@@ -28,7 +28,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <thread>
 
@@ -115,10 +114,12 @@ class PodLabeler {
   absl::Time due_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   // The worker's own: the step last logged as failing, so that a failure
-  // is logged once in a row, and what this Pod was last labelled (unknown
-  // at start).
+  // is logged once in a row, and whether this Pod was last labelled (the
+  // removal at start is not news).
   std::string failing_;
-  std::optional<bool> labeled_;
+  bool labeled_ = false;
+  // The sweep was refused for want of `list`, which is logged once.
+  bool sweep_forbidden_ = false;
   std::thread worker_;
 };
 

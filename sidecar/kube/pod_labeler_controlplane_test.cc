@@ -1,6 +1,8 @@
 // PodLabeler against a real kube-apiserver: the label and its annotation on
 // real Pod objects (no kubelet runs them; a Pending Pod takes patches all the
 // same), the sweep of a previous leader's label, and a Role without the verbs.
+#include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +14,8 @@
 #include "sidecar/kube/kubeconfig.h"
 #include "sidecar/kube/pod_labeler.h"
 #include "sidecar/kube/testing/controlplane_fixture.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace baton::kube {
 namespace {
@@ -21,6 +25,12 @@ using ::testing::IsEmpty;
 using testing::KubeControlPlaneTest;
 
 constexpr char kKey[] = "baton.dev/leader";
+
+int CountOf(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
 
 class PodLabelerTest : public KubeControlPlaneTest {
  protected:
@@ -147,13 +157,26 @@ TEST_F(PodLabelerTest, StopWaitsUntilTheLabelIsOff) {
   EXPECT_THAT(Labelled(), IsEmpty());
 }
 
-TEST_F(PodLabelerTest, WithoutListItLabelsItsOwnPodAndCannotSweep) {
+TEST_F(PodLabelerTest, WithoutListItLabelsItsOwnPodAndSaysOnceThatItCannotSweep) {
   CreatePod("new");
   CreatePod("old", Lease());
-  std::unique_ptr<PodLabeler> labeler = Labeler(PodsConfig("patch-only", "patch"), "new");
-  labeler->Start();
-  labeler->SetLeading(true);
-  AwaitLabelled({"new", "old"});
+  std::ostringstream log;
+  const std::shared_ptr<spdlog::logger> before = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  {
+    std::unique_ptr<PodLabeler> labeler =
+        Labeler(PodsConfig("patch-only", "patch"), "new", absl::Milliseconds(100));
+    labeler->Start();
+    labeler->SetLeading(true);
+    AwaitLabelled({"new", "old"});
+    absl::SleepFor(absl::Seconds(1));  // ten resyncs
+  }
+  spdlog::set_default_logger(before);
+  const std::string lines = log.str();
+  EXPECT_EQ(CountOf(lines, "event=leader_label_sweep_forbidden"), 1) << lines;
+  EXPECT_EQ(CountOf(lines, "event=leader_label_failed"), 0) << lines;
+  EXPECT_EQ(CountOf(lines, "event=leader_label_added"), 1) << lines;
 }
 
 TEST_F(PodLabelerTest, WithoutPatchNothingChangesAndStopDoesNotWaitForIt) {
