@@ -2,8 +2,9 @@
 // the request reader's limits, Beast's parser, several requests pipelined on
 // one connection, a read size of the input's choosing — and answered by
 // HttpRouter (either route set). Every answer must serialize to a response
-// that Beast parses back with the Content-Length it claims, and unreadable
-// requests must close the connection.
+// that Beast parses back with the Content-Length it claims (a stream's HEAD
+// answer claims none and closes), and unreadable requests must close the
+// connection.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -41,6 +42,14 @@ struct Routers {
   const baton::HttpRouter probes{baton::HttpRoutes::kProbesAndMetrics, options.leader_cache_window,
                                  &env.context};
 };
+
+// The answer to HEAD /leader/watch: the stream's head, which has no length
+// to claim (a Content-Length must be the GET body's) and no body to frame.
+void CheckStreamHead(const baton::HttpRouter::Response& response) {
+  FUZZ_CHECK(response.result() == http::status::ok && !response.keep_alive());
+  FUZZ_CHECK(!response.has_content_length() && !response.chunked());
+  FUZZ_CHECK(response.body().empty());
+}
 
 // The answer as it goes on the wire, parsed back.
 void CheckWireForm(const baton::HttpRouter::Response& response, bool head) {
@@ -95,6 +104,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (reply.stream) {
       // An event stream's head: the connection is the stream's from here.
       FUZZ_CHECK(reply.response.result() == http::status::ok && !reply.response.keep_alive());
+      break;
+    }
+    if (head && reply.response[http::field::content_type] == "text/event-stream") {
+      CheckStreamHead(reply.response);
       break;
     }
     CheckWireForm(reply.response, head);

@@ -88,7 +88,9 @@ class HttpRouter {
     // Ready to send: status, headers, body and Content-Length set; keep-alive
     // as the request asks; body left empty (with the full Content-Length)
     // for HEAD. For a stream: status 200, Content-Type text/event-stream,
-    // chunked for HTTP/1.1, no Content-Length, Connection: close.
+    // chunked for HTTP/1.1, no Content-Length, Connection: close. HEAD of a
+    // stream: the same without Transfer-Encoding (there is no body to frame),
+    // and without Content-Length, which would have to be the GET body's.
     Response response;
     // Set for GET /leader/watch (not HEAD): the caller streams the events
     // after the head. Not recorded in the metrics: whether the stream is

@@ -225,6 +225,8 @@ TEST_F(HttpWatchTest, HeadAnswersTheStreamsHeadAndNoStream) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->result(), http::status::ok);
   EXPECT_EQ((*res)[http::field::content_type], "text/event-stream");
+  EXPECT_FALSE(res->has_content_length());
+  EXPECT_FALSE(res->chunked());
   EXPECT_TRUE(conn.WaitClosed(absl::Seconds(1)));
   EXPECT_EQ(server_->watchers(), 0);
 }
