@@ -6,6 +6,10 @@ BATON_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BATON_BUILD=${BATON_BUILD:-$BATON_ROOT/build}
 # shellcheck disable=SC2034  # used by the scripts that source this file
 CONTROLPLANE_BIN=$BATON_BUILD/controlplane/bin
+# The clang tree: ASan + UBSan with libFuzzer's coverage, and clang's
+# -Wthread-safety -Werror. scripts/test builds it whole for the sanitizer
+# tests and the thread-safety check; scripts/fuzz builds its fuzzers there.
+BATON_CLANG_BUILD=$BATON_BUILD-clang
 
 # Go, pip and ccache keep their caches under $HOME; a CI runner may start
 # without it.
@@ -48,6 +52,12 @@ ensure_apt_packages() {
   [[ $(id -u) -ne 0 ]] && sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# configure_clang_tree: configures (or re-checks) the clang tree.
+configure_clang_tree() {
+  CXX=clang++-14 cmake -S "$BATON_ROOT" -B "$BATON_CLANG_BUILD" -G Ninja \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBATON_FUZZ=ON
 }
 
 # need_go: fails clearly when Go is missing or older than go.mod wants.
