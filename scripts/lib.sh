@@ -21,6 +21,10 @@ export HOME=${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}
 # clone's build directory; nothing here depends on it.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$BATON_ROOT}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+# Depend mode: a miss (every unit, on a new machine) compiles once and reads
+# the included files from the compiler's -MD output, instead of running the
+# preprocessor first to look for the result under another name.
+export CCACHE_DEPEND=${CCACHE_DEPEND:-1}
 
 # Go: the machine's toolchain only (never download one), module and build
 # caches in their default, persistent places.
