@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -227,6 +228,16 @@ class LocalApiControlPlaneTest : public ::testing::Test {
     ns_ = testing::ControlPlane::Get().UniqueNamespace("api");
     char dir[] = "/tmp/baton-api-XXXXXX";
     log_dir_ = ::mkdtemp(dir);
+  }
+
+  // The sidecars' logs stay for reading only when the test failed.
+  void TearDown() override {
+    if (HasFailure()) {
+      std::cerr << "sidecar logs kept in " << log_dir_ << "\n";
+      return;
+    }
+    std::error_code ignored;
+    std::filesystem::remove_all(log_dir_, ignored);
   }
 
   std::unique_ptr<Sidecar> Start(const std::string& name) {

@@ -4,11 +4,33 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "gtest/gtest.h"
 
 namespace baton::kube::testing {
+
+namespace {
+
+// The directories NewTempDir made, removed when the test binary exits.
+// Test binaries create them from the main thread only.
+std::vector<std::string>& MadeDirs() {
+  static auto* dirs = [] {
+    auto* made = new std::vector<std::string>;
+    std::atexit([] {
+      for (const std::string& d : MadeDirs()) {
+        std::error_code ignored;
+        std::filesystem::remove_all(d, ignored);
+      }
+    });
+    return made;
+  }();
+  return *dirs;
+}
+
+}  // namespace
 
 std::string NewTempDir() {
   std::string pattern = ::testing::TempDir() + "/kube_test_XXXXXX";
@@ -16,6 +38,7 @@ std::string NewTempDir() {
     std::perror("mkdtemp");
     std::abort();
   }
+  MadeDirs().push_back(pattern);
   return pattern;
 }
 

@@ -10,7 +10,8 @@
 
 namespace baton::kube::testing {
 
-// A new empty directory under the test's temporary directory.
+// A new empty directory under the test's temporary directory, removed with
+// its contents when the test binary exits. Call from the main thread.
 std::string NewTempDir();
 
 // Writes `contents` to `path`, truncating it in place.
