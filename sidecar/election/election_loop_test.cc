@@ -32,7 +32,9 @@ struct Timing {
 // Renews often; a lost leader would be noticed quickly.
 constexpr Timing kFast = {absl::Seconds(5), absl::Seconds(3), absl::Milliseconds(200)};
 // Takeover by expiry would take 60s: anything sooner came through the watch.
-constexpr Timing kSlowExpiry = {absl::Seconds(60), absl::Seconds(40), absl::Milliseconds(500)};
+// (A short renew deadline: the first leader, which takes a Lease it did not
+// see released, waits about one before it leads.)
+constexpr Timing kSlowExpiry = {absl::Seconds(60), absl::Seconds(5), absl::Milliseconds(500)};
 
 // One sidecar's engine: elector, publisher and loop.
 class Candidate {
@@ -82,8 +84,10 @@ class Candidate {
 
 class ElectionLoopTest : public ::testing::Test {
  protected:
-  // A released Lease: free at once (a candidate that finds no Lease at all
-  // waits a lease duration first, which is the elector's business).
+  // A Lease without a holder: taken at once (a candidate that finds no Lease
+  // at all waits a lease duration first, and one that did not see it
+  // released leads a renew deadline after taking it: the elector's
+  // business).
   void SetUp() override {
     LeaseRecord released;
     released.lease_duration_seconds = 1;
@@ -250,7 +254,8 @@ class StepDownHandshakeTest : public ElectionLoopTest {
   // Starts a leader on the fake clock and waits until it leads.
   void StartLeader(Candidate* c) {
     c->loop().Start();
-    ASSERT_TRUE(c->WaitUntilLeader());
+    ASSERT_TRUE(AdvanceUntil([&] { return c->Current().IsLeader(clock_.Monotonic()); },
+                             2 * kFast.renew_deadline));
   }
   // Advances the fake clock in small steps until `done` holds (the loop
   // reacts on its own thread) or `limit` of fake time has passed.

@@ -42,6 +42,7 @@ MonoTime Elector::Step() {
   // 0. Leadership ended at leader_until_ whether or not anyone noticed
   //    (Snapshot().IsLeader already says so); make it official before any I/O.
   if (holding_ && now >= leader_until_) StopHolding("lost", "renew_deadline_passed");
+  if (holding_) AnnounceIfLeading(now);
 
   // 1. Leader fast path: renew the cached record. Only a conflict (the Lease
   //    changed: another writer, or our own earlier write that landed although
@@ -204,9 +205,11 @@ Leadership Elector::Snapshot() const {
   l.lease_name = options_.lease_name;
   l.lease_namespace = options_.lease_namespace;
   l.observed = observed_;
-  l.holding = holding_;
+  // A term acquired over a possibly hidden one is published as held only
+  // once it leads; the loop runs a step at leading_from_ to publish it.
+  l.holding = holding_ && clock_->Monotonic() >= leading_from_;
   l.stepping_down = stepping_down_;
-  if (holding_) {
+  if (l.holding) {
     l.leader_until = leader_until_;
     l.fencing_token = term_->lease_transitions;
     l.fencing_revision = term_->revision.value_or(0);
@@ -214,7 +217,7 @@ Leadership Elector::Snapshot() const {
   if (record_) {
     l.lease_uid = record_->uid;
     l.holder_identity = record_->holder_identity;
-    if (!holding_) {
+    if (!l.holding) {
       l.fencing_token = record_->lease_transitions;
       l.fencing_revision = ResourceVersionNumber(record_->resource_version).value_or(0);
     }
@@ -233,6 +236,7 @@ MonoTime Elector::Schedule(MonoTime now, bool api_answered) {
     // Never later than leader_until_: a leader whose renews keep failing must
     // run at that instant to step down and publish it.
     next_step_ = std::min(now + period, leader_until_);
+    if (now < leading_from_) next_step_ = std::min(next_step_, leading_from_);
   } else if (!api_answered) {
     next_step_ = now + period;
   } else {
@@ -246,7 +250,10 @@ MonoTime Elector::Schedule(MonoTime now, bool api_answered) {
 }
 
 MonoTime Elector::ActAt(MonoTime now) const {
-  if (claimed_until_) return *claimed_until_;
+  // A Lease without a holder that may hide a term is taken at once (nobody
+  // can renew in it): the claims decide when the new term leads instead.
+  const bool take_now = may_hide_term_ && record_ && record_->holder_identity.empty();
+  if (claimed_until_ && !take_now) return *claimed_until_;
   return resign_hold_off_until_ ? std::max(now, *resign_hold_off_until_) : now;
 }
 
@@ -263,39 +270,55 @@ std::optional<int32_t> Elector::NextToken() const {
 
 void Elector::UpdateClaim(const std::optional<LeaseRecord>* previous,
                           const std::optional<LeaseRecord>& record, MonoTime now) {
-  // The claim of `holder` lasts `seconds` from now, and never less than
-  // already seen for the same term (an edit cannot shorten it).
-  auto claim = [&](const LeaseRecord& holder, int32_t seconds) {
-    Claim next{holder.holder_identity, holder.acquire_time, holder.lease_transitions};
-    MonoTime until = now + absl::Seconds(seconds);
-    if (claim_ == next && claimed_until_) until = std::max(until, *claimed_until_);
-    claim_ = std::move(next);
-    claimed_until_ = until;
+  auto claim_until = [&](MonoTime until) {
+    claimed_until_ = std::max(claimed_until_.value_or(until), until);
   };
   auto free = [&] {
-    claim_.reset();
     claimed_until_.reset();
+    may_hide_term_ = false;
   };
-  if (record) {
-    if (record->holder_identity.empty() || IsOurs(*record)) return free();
-    return claim(*record, record->lease_duration_seconds);
+  const LeaseRecord* last = previous != nullptr && previous->has_value() ? &**previous : nullptr;
+
+  if (record && IsOurs(*record)) return free();
+  if (record && !record->holder_identity.empty()) {
+    may_hide_term_ = false;
+    return claim_until(
+        now + std::max(absl::Seconds(record->lease_duration_seconds), options_.lease_duration));
   }
+  if (record) {
+    const bool same_object = last != nullptr && last->uid == record->uid &&
+                             last->lease_transitions == record->lease_transitions;
+    if (same_object && !last->holder_identity.empty() && record->lease_duration_seconds == 1) {
+      return free();  // the release of the term we saw (baton's or client-go's)
+    }
+    if (same_object && last->holder_identity.empty()) return;  // nothing new
+    may_hide_term_ = true;
+    spdlog::info(
+        "event=unseen_term_possible lease={} why={} next=\"a term acquired over it leads only {} "
+        "after its write\"",
+        lease_ref_,
+        previous == nullptr               ? "first_seen_without_holder"
+        : last == nullptr || !same_object ? "recreated_without_holder"
+                                          : "holder_cleared_without_release",
+        Fmt(UnseenPromiseBound(options_.renew_deadline)));
+    return;
+  }
+  // No Lease: even if it was ours, someone may have re-applied it, held it
+  // and seen it deleted meanwhile.
+  may_hide_term_ = true;
   if (previous == nullptr) {
-    // No Lease, and no history: a leader may have just lost a deleted one.
-    claim_ = Claim{};
-    claimed_until_ = now + options_.lease_duration + 2 * options_.retry_period;
+    claim_until(now + options_.lease_duration + 2 * options_.retry_period);
     spdlog::info(
         "event=no_lease lease={} next=\"create it in {} unless it appears: a candidate that saw "
         "it vanish recreates it first\"",
         lease_ref_, Fmt(*claimed_until_ - now));
     return;
   }
-  const std::optional<LeaseRecord>& last = *previous;
-  if (last && !last->holder_identity.empty() && !IsOurs(*last)) {
-    // Deleted under someone else: still theirs until their term would lapse.
-    return claim(*last, last->lease_duration_seconds);
+  // Deleted under someone else: still theirs until their term would lapse.
+  if (last != nullptr && !last->holder_identity.empty() && !IsOurs(*last)) {
+    claim_until(now +
+                std::max(absl::Seconds(last->lease_duration_seconds), options_.lease_duration));
   }
-  free();  // deleted while ours, or after a release
 }
 
 absl::Duration Elector::JitteredRetryPeriod() {
@@ -354,7 +377,10 @@ bool Elector::IsOurs(const LeaseRecord& record) const {
 absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
   // Remember the acquisition before sending it: if it lands but the answer is
   // lost, the next read recognises it as ours.
-  if (kind != Write::kRenew) term_ = Term{*next.acquire_time, next.lease_transitions, std::nullopt};
+  if (kind != Write::kRenew) {
+    term_ = Term{*next.acquire_time, next.lease_transitions, std::nullopt, may_hide_term_,
+                 claimed_until_.value_or(MonoTime())};
+  }
   const char* verb = kind == Write::kCreate     ? "create"
                      : kind == Write::kTakeOver ? "take_over"
                                                 : "renew";
@@ -382,15 +408,21 @@ absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
                                   SafeLeadershipFor(absl::Seconds(next.lease_duration_seconds)));
   if (!holding_) {
     holding_ = true;
+    leading_from_ =
+        term_->over_unseen && !term_->led
+            ? std::max(now + UnseenPromiseBound(options_.renew_deadline), term_->claimed_until)
+            : now;
     const char* how = kind == Write::kCreate     ? "created"
                       : kind == Write::kTakeOver ? "took_over"
                                                  : "resumed";
     spdlog::info(
         "event=acquired lease={} holder={} token={} how={} write_latency={} leader_for={} "
-        "next=\"renew every ~{}; lead until a renew has not succeeded for {}\"",
+        "leads_in={} next=\"renew every ~{}; lead until a renew has not succeeded for {}\"",
         lease_ref_, LogValue(options_.identity), term_->lease_transitions, how, Fmt(now - sent),
-        Fmt(leader_until_ - now), Fmt(options_.retry_period), Fmt(options_.renew_deadline));
-    if (options_.listener) options_.listener->OnAcquired(term_->lease_transitions);
+        Fmt(leader_until_ - now), Fmt(leading_from_ - now), Fmt(options_.retry_period),
+        Fmt(options_.renew_deadline));
+    announced_ = false;
+    AnnounceIfLeading(now);
   }
   return absl::OkStatus();
 }
@@ -443,6 +475,17 @@ void Elector::ReleaseIfOurs(const char* why) {
   if (options_.listener) options_.listener->OnReleased();
 }
 
+void Elector::AnnounceIfLeading(MonoTime now) {
+  if (announced_ || now < leading_from_) return;
+  announced_ = true;
+  if (term_->over_unseen && !term_->led) {
+    spdlog::info("event=leading lease={} token={} next=\"renew every ~{}\"", lease_ref_,
+                 term_->lease_transitions, Fmt(options_.retry_period));
+  }
+  term_->led = true;
+  if (options_.listener) options_.listener->OnAcquired(term_->lease_transitions);
+}
+
 void Elector::StopHolding(const char* event, const char* reason) {
   holding_ = false;
   const MonoTime now = clock_->Monotonic();
@@ -451,7 +494,8 @@ void Elector::StopHolding(const char* event, const char* reason) {
                LogValue(record_ ? record_->holder_identity : ""),
                Fmt(std::max(absl::ZeroDuration(), now - leader_until_)),
                stepping_down_ ? "stop answering leader" : "keep campaigning");
-  if (options_.listener) options_.listener->OnLost(reason);
+  if (options_.listener && announced_) options_.listener->OnLost(reason);
+  announced_ = false;
 }
 
 void Elector::NoteApiResult(const absl::Status& status, const char* verb, MonoTime now) {

@@ -23,15 +23,32 @@
 // moment this elector last saw the record change (client-go's observedTime),
 // plus the leaseDurationSeconds written in it. Wall-clock times in the record
 // are written for other readers and never compared with the local wall clock.
-// Three rules keep a claim from ending early (docs/design.md, P4):
-//   * an edit of a term (same holder, acquireTime and leaseTransitions) never
-//     moves its expiry earlier, e.g. a third party cutting leaseDurationSeconds;
+// A claim never ends early (docs/design.md, P4):
+//   * someone else's term lasts at least this elector's own lease_duration
+//     from when it was seen, whatever leaseDurationSeconds says: a third
+//     party may have cut it after its holder promised more, and a member that
+//     did not see the term before the edit cannot tell;
+//   * claims only grow. They end early only when this elector sees a release
+//     of the term it last saw (same uid, same leaseTransitions, holder
+//     cleared, leaseDurationSeconds 1), acquires the Lease itself, or, while
+//     it leads, sees its own Lease deleted;
 //   * a deleted Lease stays claimed by its last holder until that holder's
-//     term would have lapsed (deletion observed + its leaseDurationSeconds);
-//   * an elector whose first observation is "no Lease" cannot know whether a
-//     leader just lost a deleted one, so it waits one lease duration plus two
-//     retry periods before creating it (time for any candidate that did see
-//     the Lease to notice the deletion and recreate it first).
+//     term would have lapsed (deletion observed + its duration);
+//   * an elector whose first observation is "no Lease" waits one lease
+//     duration plus two retry periods before creating it (time for any
+//     candidate that did see the Lease to notice the deletion and recreate it
+//     first, with a higher token).
+// Unseen terms (docs/design.md, P4): anything that shows no holder — no
+// Lease, a first observation, a new uid, a cleared holder that is not such a
+// release — may hide a term this elector never saw (a Lease deleted and
+// re-applied, a term that came and went between two polls, watch events
+// coalesced), whose holder may still be leading. Such a Lease is acquired
+// (which stops the hidden holder from renewing; a Lease without a holder at
+// once, whatever claims remain), but the new term leads only once those
+// claims have lapsed and UnseenPromiseBound(renew_deadline) has passed since
+// its acquiring write returned (timing.h). These rules assume members that share --lease-duration
+// and
+// --renew-deadline.
 //
 // Leadership: after a successful write that makes (or keeps) this elector the
 // holder, it leads until (monotonic send time of that write) +
@@ -84,9 +101,11 @@ class ElectionListener {
   virtual ~ElectionListener() = default;
   // A renew write finished (successfully or not) after `latency`.
   virtual void OnRenew(absl::Duration latency, bool ok) = 0;
-  // This elector became the holder; `token` is its fencing token.
+  // This elector leads, as the holder of a term it acquired (from the moment
+  // that term may lead, see "Unseen terms"); `token` is its fencing token.
   virtual void OnAcquired(int64_t token) = 0;
-  // This elector stopped holding the Lease; `reason` as in its log line:
+  // This elector stopped holding the Lease after OnAcquired; `reason` as in
+  // its log line:
   // renew_deadline_passed, lease_changed_hands or lease_deleted when lost,
   // shutdown or resign when it stepped down.
   virtual void OnLost(std::string_view reason) = 0;
@@ -213,13 +232,14 @@ class Elector {
     // resourceVersion of the first record that showed this term as stored:
     // the winning write's. Unset until then, or if it is not an integer.
     std::optional<int64_t> revision;
-  };
-  // A term as followers see it: who holds the Lease since when.
-  struct Claim {
-    std::string holder_identity;
-    std::optional<absl::Time> acquire_time;
-    int32_t lease_transitions = 0;
-    friend bool operator==(const Claim&, const Claim&) = default;
+    // The state it was acquired over may hide a term this elector never saw:
+    // the term leads only UnseenPromiseBound after the acquisition returned.
+    bool over_unseen = false;
+    // Claims on the Lease when it was acquired: it leads no earlier.
+    MonoTime claimed_until;
+    // This term has led: resuming it (after a renew failure that left it in
+    // the Lease) needs no further wait.
+    bool led = false;
   };
   enum class Write { kCreate, kTakeOver, kRenew };
 
@@ -239,7 +259,8 @@ class Elector {
   // else's term.
   void Note(const std::optional<LeaseRecord>& record, MonoTime now);
   // Moves claimed_until_ for the new observation `record` of the Lease,
-  // which was *previous (nullptr: never observed before).
+  // which was *previous (nullptr: never observed before), by the rules in the
+  // header comment.
   void UpdateClaim(const std::optional<LeaseRecord>* previous,
                    const std::optional<LeaseRecord>& record, MonoTime now);
   // The next token: one above the highest seen (zero with no history);
@@ -254,8 +275,10 @@ class Elector {
   absl::Status ReadAfterConflict();
   // The release write, guarded by a fresh read.
   void ReleaseIfOurs(const char* why);
-  // Stops holding (no I/O) and says so in the log (as `event`) and to the
-  // listener.
+  // Tells the listener this elector leads, once leading_from_ has come.
+  void AnnounceIfLeading(MonoTime now);
+  // Stops holding (no I/O) and says so in the log (as `event`) and, if it
+  // was told this elector led, to the listener.
   void StopHolding(const char* event, const char* reason);
   // Health and failure bookkeeping for one store call's outcome; logs the
   // first failure of a run and the recovery.
@@ -280,16 +303,24 @@ class Elector {
   std::optional<int32_t> highest_transitions_;  // across every record seen
   // The newest resourceVersion seen (record or deletion), as an integer.
   std::optional<int64_t> known_revision_;
-  // Someone else's claim on the Lease, also after it vanished (or an unknown
-  // one, when the first observation was "no Lease"): this elector may not
-  // take it before claimed_until_. Unset when the Lease is free for us.
-  std::optional<Claim> claim_;
+  // Until this instant a term this elector may not take over may still be
+  // promised to its holder's readers: someone else's observed term, also
+  // after it vanished, or a term this elector could not have seen. Unset when
+  // the Lease is free for us.
   std::optional<MonoTime> claimed_until_;
 
-  // What this elector holds.
+  // The Lease as last observed may hide a term this elector never saw (see
+  // "Unseen terms" above); an acquisition over it leads only later.
+  bool may_hide_term_ = true;
+
+  // What this elector holds. While holding, it leads from leading_from_
+  // until leader_until_.
   std::optional<Term> term_;
   bool holding_ = false;
+  MonoTime leading_from_;
   MonoTime leader_until_;
+  // The listener has been told of this term (OnAcquired).
+  bool announced_ = false;
   bool stepping_down_ = false;
   // After Resign(): do not take the Lease back before this, unless someone
   // else has acquired it meanwhile (which clears it).

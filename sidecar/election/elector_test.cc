@@ -1,12 +1,16 @@
 #include "sidecar/election/elector.h"
 
+#include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sidecar/common/fake_clock.h"
@@ -108,13 +112,39 @@ class ElectorTest : public ::testing::Test {
     return store_.Set(r);
   }
   // Acquires the absent Lease (after the wait of a candidate with no
-  // history) and checks that it worked.
+  // history, and the wait before a term created over no Lease leads) and
+  // checks that it worked. Store calls are counted from zero after it.
   void Acquire() {
-    for (int i = 0; i < 100 && !elector_->Snapshot().holding; ++i) {
+    for (int i = 0; i < 100; ++i) {
       const MonoTime next = elector_->Step();
-      if (!elector_->Snapshot().holding) clock_.Advance(next - Now());
+      if (IsLeader()) break;
+      clock_.Advance(next - Now());
     }
-    ASSERT_TRUE(elector_->Snapshot().holding);
+    ASSERT_TRUE(IsLeader());
+    store_.ClearCalls();
+  }
+  // Another holder's term with `transitions`, seen by this elector, then
+  // released by that holder (the release is stored, not yet read): the next
+  // Step() may take it over at once with token `transitions` + 1.
+  void SeeTermThenItsRelease(int32_t transitions) {
+    SetLease("other", /*duration_seconds=*/15, transitions);
+    elector_->Step();
+    ASSERT_FALSE(IsLeader());
+    store_.Set(Released(*store_.Current()));
+  }
+  // Leads with token `transitions` + 1, taken over from a released Lease.
+  void TakeOverReleased(int32_t transitions) {
+    SeeTermThenItsRelease(transitions);
+    elector_->Step();
+    ASSERT_TRUE(IsLeader());
+    ASSERT_EQ(elector_->Snapshot().fencing_token, transitions + 1);
+  }
+  // `held` as its holder's release writes it (baton's and client-go's).
+  LeaseRecord Released(LeaseRecord held) const {
+    held.holder_identity.clear();
+    held.lease_duration_seconds = 1;
+    held.acquire_time = held.renew_time = Wall();
+    return held;
   }
   // A first observation of "no Lease", and the wait that follows it.
   void WaitOutNoHistory() {
@@ -155,22 +185,106 @@ TEST_F(ElectorTest, WithNoHistoryWaitsALeaseDurationAndTwoRetryPeriodsBeforeCrea
   EXPECT_EQ(lease.renew_time, Wall());
   EXPECT_EQ(lease.lease_transitions, 0);
 
+  // Created over "no Lease", which may hide a term that came and went
+  // unseen: it holds the Lease at once, but leads only once such a term's
+  // promises have lapsed.
+  const absl::Duration wait = UnseenPromiseBound(kRenewDeadline);
+  EXPECT_FALSE(elector_->Snapshot().IsLeader(Now()));
+  EXPECT_TRUE(listener_.acquired.empty());
+  MonoTime wake = elector_->Step();
+  while (wake < start + wait) {
+    EXPECT_FALSE(IsLeader());
+    clock_.Advance(wake - Now());
+    wake = elector_->Step();
+  }
+  EXPECT_EQ(wake, start + wait) << "a step when the term may lead, to publish it";
+  clock_.Advance(wake - Now());
+  elector_->Step();
+
   const Leadership l = elector_->Snapshot();
   EXPECT_TRUE(l.IsLeader(Now()));
   EXPECT_EQ(l.fencing_token, 0);
-  EXPECT_EQ(l.leader_until, start + kRenewDeadline);
+  EXPECT_EQ(l.leader_until, Now() + kRenewDeadline);
   EXPECT_EQ(l.holder_identity, "me");
   EXPECT_EQ(l.lease_uid, lease.uid);
   EXPECT_TRUE(l.observed);
   EXPECT_THAT(listener_.acquired, ElementsAre(0));
 }
 
-TEST_F(ElectorTest, TakesLeaseWithEmptyHolderAtOnce) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+TEST_F(ElectorTest, TakesAReleasedLeaseAtOnce) {
+  SeeTermThenItsRelease(/*transitions=*/3);
   elector_->Step();
   EXPECT_EQ(Holder(), "me");
   EXPECT_EQ(store_.Current()->lease_transitions, 4);
   EXPECT_TRUE(IsLeader());
+}
+
+// What an elector may conclude from a Lease without a holder depends on what
+// it saw before: only the release of the very term it last saw lets it lead
+// at once. Anything else may hide a term it never saw (a Lease deleted and
+// re-applied, events coalesced) whose holder may still be leading: it takes
+// the Lease, which stops that holder from renewing, and leads only once a
+// renew deadline (with drift) has passed since.
+TEST_F(ElectorTest, ALeaseWithoutHolderThatIsNotAnObservedReleaseLeadsOnlyAfterUnseenPromises) {
+  struct Case {
+    std::string name;
+    // Leaves the Lease without a holder in some way other than a release.
+    std::function<void()> arrange;
+  };
+  // When the arrangement showed this elector another holder's term, whose
+  // claim (a lease duration from then) the new term also waits out.
+  std::optional<MonoTime> other_seen;
+  auto see_other = [&] {
+    SetLease("other", 15, 3);
+    elector_->Step();
+    other_seen = Now();
+  };
+  const std::vector<Case> cases = {
+      {"first seen without a holder (no history)", [&] { SetLease("", 15, 3); }},
+      {"re-applied without a holder after a deletion (replace --force, GitOps)",
+       [&] {
+         see_other();
+         clock_.Advance(absl::Seconds(1));
+         store_.Delete();
+         SetLease("", 15, 0);  // the DELETED event coalesced away: only the new object
+       }},
+      {"holder cleared by an edit that is not a release (kubectl replace)",
+       [&] {
+         see_other();
+         clock_.Advance(absl::Seconds(1));
+         LeaseRecord edited = *store_.Current();
+         edited.holder_identity.clear();
+         edited.lease_transitions = 0;
+         store_.Set(edited);
+       }},
+      {"a release of a term this elector never saw (transitions moved on)",
+       [&] {
+         see_other();
+         clock_.Advance(absl::Seconds(1));
+         LeaseRecord unseen = *store_.Current();
+         unseen.holder_identity = "unseen";
+         unseen.lease_transitions = 4;
+         store_.Set(Released(store_.Set(unseen)));
+       }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    store_.Delete();
+    Reset(DefaultOptions());
+    other_seen.reset();
+    c.arrange();
+    elector_->Step();  // sees the Lease without a holder, and takes it
+    const MonoTime taken = Now();
+    EXPECT_EQ(Holder(), "me");
+    MonoTime leads = taken + UnseenPromiseBound(kRenewDeadline);
+    if (other_seen) leads = std::max(leads, *other_seen + kLeaseDuration);
+    for (; Now() < leads; clock_.Advance(std::min(absl::Milliseconds(500), leads - Now()))) {
+      elector_->Step();
+      ASSERT_FALSE(IsLeader()) << "leads while an unseen term could still be promised";
+    }
+    elector_->Step();
+    EXPECT_TRUE(IsLeader()) << "does not lead once every unseen promise has lapsed";
+  }
 }
 
 TEST_F(ElectorTest, DoesNotTakeFreshlyObservedForeignLease) {
@@ -184,18 +298,25 @@ TEST_F(ElectorTest, DoesNotTakeFreshlyObservedForeignLease) {
   EXPECT_EQ(l.fencing_token, 3);
 }
 
-TEST_F(ElectorTest, ExpiryUsesTheRecordsOwnDurationFromTheObservedTime) {
+// The record's leaseDurationSeconds, but never less than our own lease
+// duration: a third party may have cut the record after its holder promised
+// more, and an elector that did not see the term before the edit (a new
+// member, a restarted one) cannot tell.
+TEST_F(ElectorTest, ExpiryIsTheLongerOfTheRecordsDurationAndOursFromTheObservedTime) {
   struct Case {
     std::string name;
     int32_t record_seconds;  // the local flag is 15s
+    absl::Duration wait;
   };
-  for (const Case& c : {Case{"shorter than the local flag", 5}, Case{"longer", 30}}) {
+  for (const Case& c : {Case{"cut to 1s before this member first saw it", 1, kLeaseDuration},
+                        Case{"shorter than the local flag", 5, kLeaseDuration},
+                        Case{"longer", 30, absl::Seconds(30)}}) {
     SCOPED_TRACE(c.name);
     store_.Delete();
     Reset(DefaultOptions());
     SetLease("other", c.record_seconds);
     elector_->Step();  // first observation
-    const absl::Duration record_duration = absl::Seconds(c.record_seconds);
+    const absl::Duration record_duration = c.wait;
 
     clock_.Advance(record_duration - absl::Milliseconds(1));
     elector_->Step();
@@ -474,7 +595,7 @@ TEST_F(ElectorTest, WriteThatLandedButReportedFailureIsHandledSafely) {
     if (c.start_as_leader) {
       Acquire();
     } else {
-      SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+      SeeTermThenItsRelease(/*transitions=*/3);
     }
     const MonoTime leader_until_before = elector_->Snapshot().leader_until;
     clock_.Advance(kRetryPeriod);
@@ -568,6 +689,9 @@ TEST_F(ElectorTest, FollowerWithoutWatchPollsEveryRetryPeriod) {
 }
 
 TEST_F(ElectorTest, FollowerWithoutWatchWakesAtExpiryIfSoonerThanThePoll) {
+  Elector::Options o = DefaultOptions();
+  o.lease_duration = absl::Seconds(1);
+  Reset(o);
   SetLease("other", /*duration_seconds=*/1);
   EXPECT_EQ(elector_->Step(), Now() + absl::Seconds(1));
 }
@@ -607,11 +731,13 @@ TEST_F(ElectorTest, ObservedDeletionKeepsTheVanishedHoldersClaimForItsLeaseDurat
   EXPECT_FALSE(store_.Current().has_value());
   EXPECT_FALSE(IsLeader());
 
-  // Then it is recreated with a token above the vanished holder's.
+  // Then it is recreated with a token above the vanished holder's (and leads
+  // once a term that came and went unseen meanwhile could have lapsed).
   clock_.Advance(absl::Seconds(1));
   elector_->Step();
-  EXPECT_TRUE(IsLeader());
   EXPECT_EQ(store_.Current()->lease_transitions, 4);
+  EXPECT_EQ(Holder(), "me");
+  Acquire();
 }
 
 TEST_F(ElectorTest, ObservingAnUnchangedRecordDoesNotMoveTheObservedTime) {
@@ -635,7 +761,8 @@ TEST_F(ElectorTest, AWatchEventNeverEndsATermItOnlyBringsTheNextStepForward) {
 }
 
 TEST_F(ElectorTest, LateWatchEventForTheVersionWeReplacedIsIgnored) {
-  const LeaseRecord theirs = SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
+  SeeTermThenItsRelease(/*transitions=*/3);
+  const LeaseRecord theirs = *store_.Current();
   elector_->Step();
   ASSERT_TRUE(IsLeader());
   const MonoTime next = elector_->Observe(Seen(theirs));
@@ -646,23 +773,19 @@ TEST_F(ElectorTest, LateWatchEventForTheVersionWeReplacedIsIgnored) {
 // --- Fencing tokens --------------------------------------------------------
 
 TEST_F(ElectorTest, TokenStaysMonotonicAfterLeaseIsDeletedAndRecreated) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
-  elector_->Step();
-  ASSERT_EQ(elector_->Snapshot().fencing_token, 6);
+  TakeOverReleased(/*transitions=*/5);
 
   store_.Delete();
   clock_.Advance(kRetryPeriod);
   elector_->Step();  // renew: NotFound; read: NotFound; create above what was seen
-  EXPECT_TRUE(IsLeader());
+  Acquire();         // and lead once a term unseen meanwhile would have lapsed
   EXPECT_EQ(store_.Current()->lease_transitions, 7);
   EXPECT_EQ(elector_->Snapshot().fencing_token, 7);
   EXPECT_THAT(listener_.acquired, ElementsAre(6, 7));
 }
 
 TEST_F(ElectorTest, TokenStaysMonotonicWhenAnotherClientRecreatesTheLeaseFromZero) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
-  elector_->Step();
-  ASSERT_EQ(elector_->Snapshot().fencing_token, 6);
+  TakeOverReleased(/*transitions=*/5);
 
   // A client-go elector recreates it from scratch, then disappears.
   store_.Delete();
@@ -682,16 +805,16 @@ TEST_F(ElectorTest, FollowerReportsTheObservedTransitionsAsToken) {
 }
 
 TEST_F(ElectorTest, TokenIsNeverWrappedAtInt32Max) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/std::numeric_limits<int32_t>::max());
+  SeeTermThenItsRelease(/*transitions=*/std::numeric_limits<int32_t>::max());
+  const int updates = store_.Calls(Verb::kUpdate);
   elector_->Step();
   EXPECT_FALSE(IsLeader()) << "a new term could not get a higher token";
   EXPECT_EQ(store_.Current()->lease_transitions, std::numeric_limits<int32_t>::max());
-  EXPECT_EQ(store_.Calls(Verb::kUpdate), 0);
+  EXPECT_EQ(store_.Calls(Verb::kUpdate), updates);
 }
 
 TEST_F(ElectorTest, FencingRevisionIsTheResourceVersionOfTheWinningWrite) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/2);
-  elector_->Step();
+  TakeOverReleased(/*transitions=*/2);
   const LeaseRecord won = *store_.Current();
   EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersionNumber(won.resource_version));
 
@@ -703,8 +826,7 @@ TEST_F(ElectorTest, FencingRevisionIsTheResourceVersionOfTheWinningWrite) {
 }
 
 TEST_F(ElectorTest, FencingRevisionKeepsGrowingWhenLeaseTransitionsRestart) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
-  elector_->Step();
+  TakeOverReleased(/*transitions=*/5);
   const int64_t first = elector_->Snapshot().fencing_revision;
 
   // Deleted, and every sidecar restarted: a new elector with no history.
@@ -730,19 +852,51 @@ TEST_F(ElectorTest, PolledDeletionKeepsTheVanishedHoldersClaim) {
     ASSERT_FALSE(store_.Current().has_value()) << "created while other's term could run";
   }
   elector_->Step();
-  EXPECT_TRUE(IsLeader());
+  EXPECT_EQ(Holder(), "me");
   EXPECT_EQ(store_.Current()->lease_transitions, 4) << "above the vanished holder's token";
+  Acquire();
 }
 
-TEST_F(ElectorTest, ALeaderWhoseLeaseIsDeletedRecreatesItAtOnceWithAHigherToken) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/5);
-  elector_->Step();
-  ASSERT_EQ(elector_->Snapshot().fencing_token, 6);
+// Its own Lease deleted, a leader cannot know whether someone re-applied it,
+// held it and saw it deleted in turn: it stops leading, recreates the Lease at
+// once with the next token, and leads again once such a term's promises
+// would have lapsed. Its own earlier promises stand; others' waits cover them.
+TEST_F(ElectorTest, ALeaderWhoseLeaseIsDeletedRecreatesItAtOnceAndLeadsAfterUnseenPromises) {
+  TakeOverReleased(/*transitions=*/5);
   store_.Delete();
   clock_.Advance(kRetryPeriod);
   elector_->Step();
-  EXPECT_TRUE(IsLeader());
+  EXPECT_FALSE(IsLeader());
+  EXPECT_EQ(Holder(), "me");
   EXPECT_EQ(store_.Current()->lease_transitions, 7);
+  const MonoTime recreated = Now();
+  Acquire();
+  EXPECT_EQ(Now(), recreated + UnseenPromiseBound(kRenewDeadline));
+  EXPECT_EQ(elector_->Snapshot().fencing_token, 7);
+}
+
+// The case above, as it breaks P2 if the leader kept leading: its Lease is
+// deleted and re-applied without a holder, another member takes the new
+// object (and waits, since it may hide a term), the new object is deleted
+// too, and only then does the first leader look.
+TEST_F(ElectorTest, ALeaseReappliedTakenAndDeletedBehindALeadersBackLeavesNoOverlap) {
+  TakeOverReleased(/*transitions=*/5);
+  Elector other(DefaultOptions("b"), &clock_, &store_);
+  store_.Delete();
+  LeaseRecord reapplied;
+  reapplied.lease_duration_seconds = 15;
+  store_.Set(reapplied);
+  other.Step();  // takes the re-applied Lease; leads only after the wait
+  ASSERT_EQ(store_.Current()->holder_identity, "b");
+  store_.Delete();
+  clock_.Advance(kRetryPeriod);
+  elector_->Step();  // recreates it
+  for (int i = 0; i < 40; ++i) {
+    clock_.Advance(absl::Milliseconds(500));
+    ASSERT_FALSE(IsLeader() && other.Snapshot().IsLeader(Now())) << "two leaders at " << i;
+    if (i % 3 == 0) other.Step();
+    if (i % 4 == 0) elector_->Step();
+  }
 }
 
 TEST_F(ElectorTest, ACutLeaseDurationDoesNotShortenAFollowersWait) {
@@ -755,7 +909,7 @@ TEST_F(ElectorTest, ACutLeaseDurationDoesNotShortenAFollowersWait) {
   clock_.Advance(absl::Seconds(2));
   LeaseRecord cut = *store_.Current();
   cut.lease_duration_seconds = 1;
-  EXPECT_EQ(elector_->Observe(Seen(store_.Set(cut))), expiry);
+  EXPECT_GE(elector_->Observe(Seen(store_.Set(cut))), expiry);
   clock_.Advance(absl::Seconds(2));
   elector_->Step();
   EXPECT_EQ(Holder(), "other") << "other's last renew promised 15s";
@@ -781,7 +935,7 @@ TEST_F(ElectorTest, LeaderUntilNeverExceedsWhatTheWrittenDurationGrants) {
   o.renew_deadline = absl::Milliseconds(1500);
   o.retry_period = absl::Milliseconds(250);
   Reset(o);
-  SetLease("", /*duration_seconds=*/2, /*transitions=*/0);
+  SeeTermThenItsRelease(/*transitions=*/0);
   const MonoTime sent = Now();
   elector_->Step();
   ASSERT_TRUE(IsLeader());
@@ -792,8 +946,7 @@ TEST_F(ElectorTest, LeaderUntilNeverExceedsWhatTheWrittenDurationGrants) {
 // --- Release and resign ----------------------------------------------------
 
 TEST_F(ElectorTest, ReleaseWritesExactlyTheReleaseFields) {
-  SetLease("", /*duration_seconds=*/15, /*transitions=*/3);
-  elector_->Step();
+  TakeOverReleased(/*transitions=*/3);
   clock_.Advance(absl::Seconds(1));
   const LeaseRecord held = *store_.Current();
   elector_->Release();
@@ -908,9 +1061,7 @@ TEST_F(ElectorTest, ResignCampaignsNormallyOnceAnotherHolderHasAcquired) {
   elector_->Observe(Seen(SetLease("other", /*duration_seconds=*/15, /*transitions=*/1)));
 
   // The other holder releases it in turn: free again, taken at once.
-  LeaseRecord released = *store_.Current();
-  released.holder_identity = "";
-  EXPECT_EQ(elector_->Observe(Seen(store_.Set(released))), Now());
+  EXPECT_EQ(elector_->Observe(Seen(store_.Set(Released(*store_.Current())))), Now());
   elector_->Step();
   EXPECT_TRUE(IsLeader());
   EXPECT_EQ(store_.Current()->lease_transitions, 2);
@@ -947,6 +1098,7 @@ TEST_F(ElectorTest, HealthTracksApiContactAndTheNextStep) {
 
 TEST_F(ElectorTest, ListenerHearsRenewsAcquisitionsLossesAndHolders) {
   Acquire();
+  listener_.renews.clear();  // those while the new term waited to lead
   clock_.Advance(kRetryPeriod);
   store_.FailNextCalls(1, absl::UnavailableError("down"));
   elector_->Step();
@@ -1019,6 +1171,129 @@ TEST_F(ElectorTest, NeverTwoLeadersAndTokensIncreaseUnderRandomFaults) {
     ASSERT_LE(leaders, 1) << "round " << round;
   }
   EXPECT_GT(last_token, 0) << "leadership never changed hands: the test proves little";
+}
+
+// P1 and P2 against everything an operator or the machine can do to a group,
+// including members that join or restart in the middle of it with no
+// history: at every instant at most one elector leads, and none leads before
+// every promise another one made (its leader_until while it led) has lapsed.
+// Watch events reach each elector late, coalesced or not at all.
+TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensToTheLease) {
+  for (uint32_t seed = 1; seed <= 16; ++seed) {
+    SCOPED_TRACE(testing::Message() << "seed " << seed);
+    std::mt19937 rng(seed);
+    store_.Delete();
+    struct Member {
+      std::unique_ptr<Elector> elector;
+      MonoTime wake;
+      std::optional<LeaseEvent> pending;  // the loop's keep-the-latest slot
+      // Resigning: stepped down, releases once its promises have lapsed (the
+      // handshake of an application that does not acknowledge), as the loop
+      // does, without stepping meanwhile.
+      std::optional<MonoTime> resign_at;
+    };
+    std::vector<Member> members;
+    int generation = 0;
+    auto start_member = [&](size_t i) {
+      Elector::Options o = DefaultOptions(absl::StrCat("m", i, "_", generation++));
+      o.listener = nullptr;
+      o.jitter = [&rng] { return std::uniform_real_distribution<double>(0, 1)(rng); };
+      Member m{std::make_unique<Elector>(o, &clock_, &store_), Now(), std::nullopt, std::nullopt};
+      m.elector->SetWatchAvailable(rng() % 2 == 0);
+      if (i < members.size()) {
+        members[i] = std::move(m);
+      } else {
+        members.push_back(std::move(m));
+      }
+    };
+    for (size_t i = 0; i < 3; ++i) start_member(i);
+    // Every identity's last promise: the leader_until of its last leader answer.
+    absl::flat_hash_map<std::string, MonoTime> promised;
+    auto broadcast = [&](const LeaseEvent& e) {
+      for (Member& m : members) {
+        if (rng() % 5 != 0) m.pending = e;  // sometimes the watch misses it
+      }
+    };
+    int handovers = 0;
+    std::string last_leader;
+    for (int round = 0; round < 4000; ++round) {
+      const size_t i = rng() % members.size();
+      switch (rng() % 24) {
+        case 0:
+          store_.FailNextCalls(static_cast<int>(1 + rng() % 3), absl::UnavailableError("flaky"));
+          break;
+        case 1:
+          store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));
+          break;
+        case 2:
+          clock_.Advance(absl::Seconds(rng() % 12));  // everyone paused
+          break;
+        case 3:  // deleted
+          if (store_.Current()) broadcast({std::nullopt, store_.Delete()});
+          break;
+        case 4: {  // deleted and re-applied without a holder
+          if (store_.Current()) broadcast({std::nullopt, store_.Delete()});
+          LeaseRecord fresh;
+          fresh.lease_duration_seconds = 15;
+          const LeaseRecord stored = store_.Set(fresh);
+          broadcast({stored, stored.resource_version});
+          break;
+        }
+        case 5:  // a third party cuts the duration of whatever term is there
+          if (store_.Current()) {
+            LeaseRecord cut = *store_.Current();
+            cut.lease_duration_seconds = 1;
+            const LeaseRecord stored = store_.Set(cut);
+            broadcast({stored, stored.resource_version});
+          }
+          break;
+        case 6:  // a member restarts (or a new Pod replaces it): no history
+          start_member(i);
+          break;
+        case 7:
+          if (!members[i].resign_at && members[i].elector->Snapshot().holding) {
+            members[i].resign_at = members[i].elector->Snapshot().leader_until;
+            members[i].elector->BeginStepDown();
+          }
+          break;
+        default:
+          break;
+      }
+      Member& m = members[i];
+      if (m.pending && rng() % 2 == 0) m.wake = m.elector->Observe(*std::exchange(m.pending, {}));
+      const std::optional<LeaseRecord> before = store_.Current();
+      if (m.resign_at) {
+        if (Now() >= *m.resign_at) {
+          m.resign_at.reset();
+          m.wake = m.elector->Resign();
+        }
+      } else if (Now() >= m.wake || rng() % 4 == 0) {
+        m.wake = m.elector->Step();
+      }
+      if (store_.Current() != before) {
+        broadcast({store_.Current(),
+                   store_.Current() ? store_.Current()->resource_version : std::string()});
+      }
+      clock_.Advance(absl::Milliseconds(rng() % 1500));
+
+      int leaders = 0;
+      for (const Member& member : members) {
+        const Leadership l = member.elector->Snapshot();
+        if (!l.IsLeader(Now())) continue;
+        ++leaders;
+        for (const auto& [identity, until] : promised) {
+          if (identity == l.identity) continue;
+          ASSERT_GE(Now(), until) << "round " << round << ": " << l.identity << " leads while "
+                                  << identity << "'s promise runs";
+        }
+        promised[l.identity] = l.leader_until;
+        if (l.identity != last_leader) ++handovers;
+        last_leader = l.identity;
+      }
+      ASSERT_LE(leaders, 1) << "round " << round;
+    }
+    EXPECT_GT(handovers, 5) << "leadership hardly changed hands: the test proves little";
+  }
 }
 
 }  // namespace

@@ -109,6 +109,11 @@ int FakeLeaseStore::TotalCalls() const {
   return total;
 }
 
+void FakeLeaseStore::ClearCalls() {
+  absl::MutexLock lock(&mu_);
+  calls_.clear();
+}
+
 void FakeLeaseStore::SetWatcher(Watcher watcher) {
   absl::MutexLock lock(&watch_mu_);
   watcher_ = std::move(watcher);

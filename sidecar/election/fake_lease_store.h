@@ -66,6 +66,8 @@ class FakeLeaseStore final : public LeaseStore {
   // Calls made through the LeaseStore interface, per verb (failed ones too).
   int Calls(Verb verb) const;
   int TotalCalls() const;
+  // Counts calls from zero again.
+  void ClearCalls();
 
   // Installs a stand-in for a watch, replacing any previous one. When this
   // returns, the previous watcher is not running and will not run again.

@@ -36,6 +36,20 @@ inline absl::Duration SafeLeadershipFor(absl::Duration lease_duration) {
          (1 + kMaxClockRateDrift);
 }
 
+// How long after its acquiring write returned an elector must wait before it
+// leads, when the state it acquired over may hide a term it never saw (no
+// Lease, or no holder it saw released). That write leaves the hidden term's
+// holder unable to renew, so the hidden term's last promise was made by a
+// write sent before ours returned and lasts at most one renew deadline on its
+// holder's clock: renew_deadline × (1 + drift) ÷ (1 − drift) on ours. Assumes
+// the hidden holder's --renew-deadline is not longer than ours (a group that
+// shares its configuration).
+inline absl::Duration UnseenPromiseBound(absl::Duration renew_deadline) {
+  // Whole milliseconds, rounded up: a readable wait in logs and tests.
+  return absl::Ceil(renew_deadline * ((1 + kMaxClockRateDrift) / (1 - kMaxClockRateDrift)),
+                    absl::Milliseconds(1));
+}
+
 }  // namespace baton
 
 #endif  // BATON_SIDECAR_ELECTION_TIMING_H_
