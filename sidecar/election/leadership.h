@@ -86,9 +86,14 @@ struct Leadership {
 // No callback is ever invoked while the internal lock is held.
 class LeadershipPublisher {
  public:
-  // Promises tracked per client_id beyond this many clients are counted as
-  // anonymous ones (kept until they lapse), so a flood of names cannot grow
-  // the ledger without bound.
+  // The most named readers whose promises the ledger tracks at once. Only
+  // readers with a live promise count: one that has lapsed constrains
+  // nothing and is dropped when room is needed. A reader that names itself
+  // while this many others hold live promises is answered as usual, but its
+  // promise is kept as an anonymous one (it only lapses) and its
+  // acknowledgements void nothing until it finds room; the readers already
+  // tracked keep theirs. So a flood of names (a client per request) costs
+  // bounded memory and degrades only the readers past the limit.
   static constexpr int kMaxTrackedClients = 1024;
 
   // A snapshot and its version; versions start at 1 and grow by one per change.
@@ -126,8 +131,13 @@ class LeadershipPublisher {
 
   // The client `client_id` has stopped acting on term `token` (a fencing
   // token): its promises in that term are void. Returns whether it had any
-  // outstanding ones in the current term.
+  // on the ledger in the current term (one that lapsed may have been dropped
+  // already).
   bool Acknowledge(std::string_view client_id, int64_t token);
+
+  // How many named readers the ledger tracks now: at most
+  // kMaxTrackedClients, lapsed ones included until room is needed.
+  int TrackedClients() const;
 
   // The instant at which the last promise of term `token` that was neither
   // acknowledged nor lapsed by `now` ends; nullopt if there is none (or the
@@ -146,12 +156,24 @@ class LeadershipPublisher {
 
  private:
   // The promises of one term: when the last anonymous one ends, and each
-  // named client's latest.
+  // named client's latest (a promise that ends earlier adds nothing to it).
   struct Ledger {
     std::optional<int64_t> token;
     std::optional<MonoTime> anonymous_until;
     absl::flat_hash_map<std::string, MonoTime> by_client;
+    // No promise in by_client ends before this: a lower bound, exact right
+    // after DropLapsedLocked. Until `now` reaches it, no entry has lapsed,
+    // so a full ledger is not searched for room on every answer.
+    MonoTime first_end;
   };
+
+  // Records a promise to the named reader `client_id` until `until`;
+  // false, recording nothing, if it is not tracked and there is no room
+  // for it even after dropping the lapsed ones.
+  bool TrackLocked(std::string_view client_id, MonoTime until, MonoTime now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the named readers whose promises have all lapsed by `now`.
+  void DropLapsedLocked(MonoTime now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Replaces the snapshot with `next` unless equal; applies the step-down
   // mark (or clears it once `next` is of another term) and starts a new

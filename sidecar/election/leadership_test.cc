@@ -163,17 +163,63 @@ TEST_F(PromiseLedgerTest, ARenewExtendsTheOutstandingPromise) {
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
 }
 
-TEST_F(PromiseLedgerTest, ClientsBeyondTheLimitAreCountedAsAnonymous) {
+// --- The limit on named readers --------------------------------------------
+
+TEST_F(PromiseLedgerTest, LapsedPromisesDoNotCountAgainstTheClientLimit) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
+    publisher_.Answer(absl::StrCat("old-", i), Now());
+  }
+  // Those promises lapse; the term goes on with renews.
+  clock_.Advance(absl::Seconds(11));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  EXPECT_TRUE(publisher_.Acknowledge("app", 3)) << "tracked by name";
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt) << "no anonymous promise";
+  EXPECT_LE(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
+}
+
+TEST_F(PromiseLedgerTest, PastTheLimitOnlyTheOverflowingReaderIsUntracked) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
     publisher_.Answer(absl::StrCat("c", i), Now());
   }
-  publisher_.Answer("one-too-many", Now());
-  EXPECT_FALSE(publisher_.Acknowledge("one-too-many", 3)) << "not tracked by name";
+  const MonoTime until = publisher_.Answer("one-too-many", Now()).leadership.leader_until;
+  EXPECT_EQ(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
+  EXPECT_FALSE(publisher_.Acknowledge("one-too-many", 3)) << "not tracked";
+  // Everyone tracked keeps their promises and their acknowledgements.
   for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
     ASSERT_TRUE(publisher_.Acknowledge(absl::StrCat("c", i), 3));
   }
-  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
+  // The overflowing reader's promise was kept, as an anonymous one.
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), until);
+  // With room again, it is tracked by name from its next answer on.
+  publisher_.Answer("one-too-many", Now());
+  EXPECT_TRUE(publisher_.Acknowledge("one-too-many", 3));
+}
+
+TEST_F(PromiseLedgerTest, AClientPerRequestNeverLocksOutALongLivedReader) {
+  // An app makes a client (a new client_id) per request, 50 a second, for
+  // five minutes of one term: 15,000 names, about 500 with live promises at
+  // any time (a renew every 2s, each promising 10s).
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  int names = 0;
+  for (int tick = 0; tick < 3000; ++tick) {
+    clock_.Advance(absl::Milliseconds(100));
+    if (tick % 20 == 0) publisher_.Publish(Term(3, absl::Seconds(10)));
+    for (int i = 0; i < 5; ++i) publisher_.Answer(absl::StrCat("request-", names++), Now());
+    ASSERT_LE(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
+  }
+  ASSERT_GT(names, 10 * LeadershipPublisher::kMaxTrackedClients);
+  // A long-lived reader that arrives now (a restarted process, a new name)
+  // is tracked, and its acknowledgement counts.
+  publisher_.Answer("worker", Now());
+  EXPECT_TRUE(publisher_.Acknowledge("worker", 3));
+  // The per-request readers never acknowledge; only their promises hold the
+  // step-down, until they lapse.
+  publisher_.StepDown();
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
 TEST_F(PromiseLedgerTest, PromisesOfTheLastTermStayOutstandingInTheNext) {
