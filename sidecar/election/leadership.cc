@@ -114,13 +114,28 @@ void LeadershipPublisher::DropLapsedLocked(MonoTime now) {
   if (first_end) ledger_.first_end = *first_end;
 }
 
-bool LeadershipPublisher::Acknowledge(std::string_view client_id, int64_t token) {
+namespace {
+
+// `t` as answers carry it: LeadershipToProto prints valid_until_boottime in
+// whole nanoseconds, truncated, so an acknowledgement naming a deadline names
+// it at that resolution.
+MonoTime AsAnswered(MonoTime t) {
+  return MonoTime::FromSinceOrigin(absl::Trunc(t.SinceOrigin(), absl::Nanoseconds(1)));
+}
+
+}  // namespace
+
+bool LeadershipPublisher::Acknowledge(const Acknowledgement& ack, MonoTime now) {
   absl::MutexLock lock(&mu_);
-  if (ledger_.token != token) return false;
-  auto it = ledger_.by_client.find(absl::string_view(client_id.data(), client_id.size()));
+  if (ledger_.token != ack.fencing_token) return false;
+  auto it = ledger_.by_client.find(absl::string_view(ack.client_id.data(), ack.client_id.size()));
   if (it == ledger_.by_client.end()) return false;
+  // The entry is the reader's latest promise; any earlier one ends before it
+  // and so is covered whenever this one is.
+  if (ack.up_to && AsAnswered(it->second) > *ack.up_to) return false;
+  const bool outstanding = it->second > now;
   ledger_.by_client.erase(it);
-  return true;
+  return outstanding;
 }
 
 int LeadershipPublisher::TrackedClients() const {

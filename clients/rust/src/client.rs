@@ -308,6 +308,7 @@ impl Client {
         let request = AcknowledgeStepDownRequest {
             client_id: self.opts.client_id.clone(),
             fencing_token: token,
+            ..Default::default()
         };
         let r = self.call(api.acknowledge_step_down(request)).await?;
         Ok(r.acknowledged)
