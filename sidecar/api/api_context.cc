@@ -20,9 +20,9 @@ absl::Status CheckReadiness(const ApiContext& context) {
   return absl::OkStatus();
 }
 
-bool AcknowledgeStepDown(const ApiContext& context, std::string_view client_id, int64_t token) {
-  if (context.hooks.acknowledge) return context.hooks.acknowledge(client_id, token);
-  return context.publisher->Acknowledge(client_id, token);
+bool AcknowledgeStepDown(const ApiContext& context, const Acknowledgement& ack) {
+  if (context.hooks.acknowledge) return context.hooks.acknowledge(ack);
+  return context.publisher->Acknowledge(ack, context.clock->Monotonic());
 }
 
 absl::Status ValidateClientId(std::string_view client_id) {

@@ -41,12 +41,13 @@ struct ApiHooks {
   // not this sidecar leads (it should then be a no-op returning OK). Unset:
   // resigning is not offered (gRPC UNIMPLEMENTED, HTTP 501).
   std::function<absl::Status()> resign;
-  // Acknowledge (gRPC AcknowledgeStepDown; HTTP POST /leader/ack): the client
-  // `client_id` (already validated) has stopped acting on term `token`.
-  // Voids its promises (LeadershipPublisher::Acknowledge) and lets a pending
-  // release go ahead; returns whether it had promises outstanding. Unset:
-  // the servers call LeadershipPublisher::Acknowledge themselves.
-  std::function<bool(std::string_view client_id, int64_t token)> acknowledge;
+  // Acknowledge (gRPC AcknowledgeStepDown; HTTP POST /leader/ack): a reader
+  // (client_id already validated) has stopped acting on what it was told
+  // (Acknowledgement). Voids the promises it covers
+  // (LeadershipPublisher::Acknowledge) and lets a pending release go ahead;
+  // returns whether that settled the reader. Unset: the servers call
+  // LeadershipPublisher::Acknowledge themselves.
+  std::function<bool(const Acknowledgement& ack)> acknowledge;
 };
 
 // Everything the servers depend on. Pointers are not owned and must outlive
@@ -64,9 +65,10 @@ absl::Status CheckLiveness(const ApiContext& context);
 absl::Status CheckReadiness(const ApiContext& context);
 
 // AcknowledgeStepDown / POST /leader/ack: ApiHooks::acknowledge if set, else
-// LeadershipPublisher::Acknowledge. `client_id` must already be valid
-// (ValidateClientId). Returns whether the client had outstanding promises.
-bool AcknowledgeStepDown(const ApiContext& context, std::string_view client_id, int64_t token);
+// LeadershipPublisher::Acknowledge at the clock's now. `ack.client_id` must
+// already be valid (ValidateClientId). Returns whether that settled the
+// reader (LeadershipPublisher::Acknowledge).
+bool AcknowledgeStepDown(const ApiContext& context, const Acknowledgement& ack);
 
 // The longest client_id a reader may name itself with.
 inline constexpr size_t kMaxClientIdLength = 64;

@@ -21,6 +21,7 @@ namespace baton {
 namespace {
 
 using Event = v1::WatchLeadershipResponse::Event;
+using google::protobuf::util::TimeUtil;
 using testing::ApiTestEnv;
 using testing::Following;
 using testing::kOther;
@@ -157,12 +158,15 @@ class GrpcServerTest : public ::testing::Test {
     return response;
   }
 
+  // AcknowledgeStepDown, naming the deadline `up_to` if given.
   grpc::Status Acknowledge(const std::string& client_id, int32_t token,
-                           bool* acknowledged = nullptr) {
+                           bool* acknowledged = nullptr,
+                           const google::protobuf::Duration* up_to = nullptr) {
     grpc::ClientContext context;
     v1::AcknowledgeStepDownRequest request;
     request.set_client_id(client_id);
     request.set_fencing_token(token);
+    if (up_to != nullptr) *request.mutable_valid_until_boottime() = *up_to;
     v1::AcknowledgeStepDownResponse response;
     grpc::Status status = stub_->AcknowledgeStepDown(&context, request, &response);
     if (acknowledged != nullptr) *acknowledged = response.acknowledged();
@@ -228,14 +232,51 @@ TEST_F(GrpcServerTest, GetLeadershipToANamedClientIsAPromiseItCanAcknowledge) {
 
 TEST_F(GrpcServerTest, AcknowledgeGoesThroughTheHookWhenSet) {
   std::string seen;
-  env_.context.hooks.acknowledge = [&](std::string_view client_id, int64_t token) {
-    seen = absl::StrCat(absl::string_view(client_id.data(), client_id.size()), "@", token);
+  env_.context.hooks.acknowledge = [&](const Acknowledgement& ack) {
+    seen = absl::StrCat(absl::string_view(ack.client_id.data(), ack.client_id.size()), "@",
+                        ack.fencing_token, ack.up_to ? "+deadline" : "");
     return true;
   };
   bool acknowledged = false;
   ASSERT_TRUE(Acknowledge("app-1", 3, &acknowledged).ok());
   EXPECT_TRUE(acknowledged);
   EXPECT_EQ(seen, "app-1@3");
+  const google::protobuf::Duration deadline = TimeUtil::SecondsToDuration(3610);
+  ASSERT_TRUE(Acknowledge("app-1", 3, &acknowledged, &deadline).ok());
+  EXPECT_EQ(seen, "app-1@3+deadline");
+}
+
+TEST_F(GrpcServerTest, AcknowledgementNamingADeadlineLeavesALaterPromiseOutstanding) {
+  Lead(8);
+  const v1::Leadership first = GetLeadership("app-1");
+  ASSERT_TRUE(first.is_leader());
+  // A renew, and a later answer to the same client.
+  env_.clock.Advance(absl::Seconds(2));
+  const MonoTime later = Lead(8);
+  ASSERT_TRUE(GetLeadership("app-1").is_leader());
+  // An acknowledgement of the first answer arrives late: the later promise
+  // stays outstanding.
+  bool acknowledged = true;
+  ASSERT_TRUE(Acknowledge("app-1", 8, &acknowledged, &first.valid_until_boottime()).ok());
+  EXPECT_FALSE(acknowledged);
+  EXPECT_EQ(Outstanding(8), later);
+  // Naming the deadline of the later answer settles the client.
+  const v1::Leadership last = GetLeadership("app-1");
+  ASSERT_TRUE(Acknowledge("app-1", 8, &acknowledged, &last.valid_until_boottime()).ok());
+  EXPECT_TRUE(acknowledged);
+  EXPECT_FALSE(Outstanding(8));
+}
+
+TEST_F(GrpcServerTest, AcknowledgementWithANegativeDeadlineIsInvalidArgument) {
+  const MonoTime until = Lead(8);
+  ASSERT_TRUE(GetLeadership("app-1").is_leader());
+  for (const google::protobuf::Duration& deadline :
+       {TimeUtil::SecondsToDuration(-1), TimeUtil::NanosecondsToDuration(-1)}) {
+    EXPECT_EQ(Acknowledge("app-1", 8, nullptr, &deadline).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT)
+        << deadline.DebugString();
+  }
+  EXPECT_EQ(Outstanding(8), until);
 }
 
 TEST_F(GrpcServerTest, MalformedClientIdsAreInvalidArgument) {

@@ -334,8 +334,19 @@ Response HttpRouter::PostLeaderAck(const Request& request) const {
   absl::StatusOr<int32_t> token =
       token_text.ok() ? ParseFencingToken(*token_text) : token_text.status();
   if (!token.ok()) return Text(http::status::bad_request, token.status().message(), version);
+  Acknowledgement ack{**client_id, *token, std::nullopt};
+  absl::StatusOr<std::optional<std::string_view>> up_to_text =
+      QueryParam(request.target(), "valid_until_boottime");
+  if (!up_to_text.ok()) {
+    return Text(http::status::bad_request, up_to_text.status().message(), version);
+  }
+  if (up_to_text->has_value()) {
+    absl::StatusOr<MonoTime> up_to = ParseDeadline(**up_to_text);
+    if (!up_to.ok()) return Text(http::status::bad_request, up_to.status().message(), version);
+    ack.up_to = *up_to;
+  }
   v1::AcknowledgeStepDownResponse response;
-  response.set_acknowledged(AcknowledgeStepDown(*context_, **client_id, *token));
+  response.set_acknowledged(AcknowledgeStepDown(*context_, ack));
   return MakeResponse(http::status::ok, kJson, ToJson(response) + "\n", version);
 }
 

@@ -30,8 +30,13 @@
 //   POST /resign         200, proto3 JSON of baton.v1.ResignResponse; 501 when
 //                        the daemon offers no resign hook. The body is ignored.
 //   POST /leader/ack     ?client_id=ID&fencing_token=N (both required; 400
-//                        with a short reason otherwise): ID has stopped acting
-//                        on term N. 200 {"acknowledged":bool}.
+//                        with a short reason otherwise), and
+//                        &valid_until_boottime=D (optional: the
+//                        validUntilBoottime of the last answer acted on, as
+//                        GET /leader prints it, e.g. 12345.678901234s; 400
+//                        if malformed or negative): ID has stopped acting on
+//                        term N up to deadline D (Acknowledgement; without
+//                        D, on all of it). 200 {"acknowledged":bool}.
 //
 // HttpRoutes::kProbesAndMetrics serves only /metrics, /healthz, /readyz and
 // /readyz/leader: the read-only endpoints the kubelet and Prometheus need on

@@ -3,6 +3,7 @@
 // http_server_test.cc's business).
 #include "sidecar/api/http_router.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,42 @@ TEST_F(HttpRouterTest, AcknowledgementVoidsTheClientsPromise) {
   EXPECT_FALSE(Outstanding());
   // Nothing left to acknowledge.
   EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=5")).at("acknowledged"), false);
+}
+
+TEST_F(HttpRouterTest, AcknowledgementNamingADeadlineLeavesALaterPromiseOutstanding) {
+  Lead();
+  const std::string first =
+      Json(Get("/leader?client_id=app-1")).at("validUntilBoottime").as_string().c_str();
+  // A renew, and a later answer to the same client.
+  env_.clock.Advance(absl::Seconds(2));
+  const MonoTime later = Lead();
+  const std::string second =
+      Json(Get("/leader?client_id=app-1")).at("validUntilBoottime").as_string().c_str();
+  ASSERT_NE(first, second);
+  // The acknowledgement of the first answer, echoing its validUntilBoottime,
+  // arrives late: the later promise stays outstanding.
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=5&valid_until_boottime=" + first))
+                .at("acknowledged"),
+            false);
+  EXPECT_EQ(Outstanding(), later);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=5&valid_until_boottime=" + second))
+                .at("acknowledged"),
+            true);
+  EXPECT_FALSE(Outstanding());
+}
+
+TEST_F(HttpRouterTest, MalformedAckDeadlinesAre400WithAReason) {
+  const MonoTime until = Lead();
+  ASSERT_EQ(Json(Get("/leader?client_id=app-1")).at("isLeader"), true);
+  for (const std::string value : {"", "3610", "-3610s", "3610.5.5s", "1e3s",
+                                  "3610s&valid_until_boottime=3611s", "36%2010s"}) {
+    const std::string target =
+        "/leader/ack?client_id=app-1&fencing_token=5&valid_until_boottime=" + value;
+    const HttpRouter::Response res = Post(target);
+    EXPECT_EQ(res.result(), http::status::bad_request) << target;
+    EXPECT_TRUE(res.body().starts_with("valid_until_boottime ")) << target << ": " << res.body();
+  }
+  EXPECT_EQ(Outstanding(), until);
 }
 
 TEST_F(HttpRouterTest, AcknowledgementOfAnotherTermOrClientVoidsNothing) {
@@ -172,15 +209,22 @@ TEST_F(HttpRouterTest, AckNeedsAClientIdAndAToken) {
 TEST_F(HttpRouterTest, AckGoesThroughTheHookWhenSet) {
   std::string seen_client;
   int64_t seen_token = -1;
-  env_.context.hooks.acknowledge = [&](std::string_view client_id, int64_t token) {
-    seen_client = client_id;
-    seen_token = token;
+  std::optional<MonoTime> seen_up_to;
+  env_.context.hooks.acknowledge = [&](const Acknowledgement& ack) {
+    seen_client = ack.client_id;
+    seen_token = ack.fencing_token;
+    seen_up_to = ack.up_to;
     return true;
   };
   EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=2147483647")).at("acknowledged"),
             true);
   EXPECT_EQ(seen_client, "app-1");
   EXPECT_EQ(seen_token, 2147483647);
+  EXPECT_EQ(seen_up_to, std::nullopt);
+  EXPECT_EQ(Json(Post("/leader/ack?client_id=app-1&fencing_token=7&valid_until_boottime=12.5s"))
+                .at("acknowledged"),
+            true);
+  EXPECT_EQ(seen_up_to, MonoTime::FromSinceOrigin(absl::Milliseconds(12500)));
 }
 
 TEST_F(HttpRouterTest, AckIsAPostOnTheApiAddressOnly) {

@@ -159,7 +159,7 @@ TEST_F(HttpWatchTest, WithoutAHeartbeatParameterCommentsFillTheSilence) {
   env_.publisher.Publish(Leading(env_.clock, 5));
   SseClient watch(server_->port(), "/leader/watch?client_id=app-1");
   NextLeadership(watch);
-  ASSERT_TRUE(env_.publisher.Acknowledge("app-1", 5));
+  ASSERT_TRUE(env_.publisher.Acknowledge({"app-1", 5, std::nullopt}, env_.clock.Monotonic()));
   for (int i = 0; i < 3; ++i) {
     const absl::Time start = absl::Now();
     std::optional<SseEvent> beat = watch.Next(absl::Seconds(1));
@@ -238,7 +238,7 @@ TEST_F(HttpWatchTest, EveryLeaderEventIsAPromiseToTheStreamsClient) {
   EXPECT_TRUE(NextLeadership(watch)["isLeader"].as_bool());
   EXPECT_EQ(Outstanding(5), l.leader_until);
   // The promise is app-1's: its acknowledgement voids it.
-  EXPECT_TRUE(env_.publisher.Acknowledge("app-1", 5));
+  EXPECT_TRUE(env_.publisher.Acknowledge({"app-1", 5, std::nullopt}, env_.clock.Monotonic()));
   EXPECT_EQ(Outstanding(5), std::nullopt);
 
   // A renew sends nothing, so it promises nothing.
@@ -253,7 +253,7 @@ TEST_F(HttpWatchTest, AnEventAfterStepDownBeganSaysNotLeaderAndPromisesNothing) 
   env_.publisher.Publish(Leading(env_.clock, 5));
   SseClient watch(server_->port(), "/leader/watch?client_id=app-1");
   EXPECT_TRUE(NextLeadership(watch)["isLeader"].as_bool());
-  EXPECT_TRUE(env_.publisher.Acknowledge("app-1", 5));
+  EXPECT_TRUE(env_.publisher.Acknowledge({"app-1", 5, std::nullopt}, env_.clock.Monotonic()));
   env_.publisher.StepDown();
   boost::json::object stepping = NextLeadership(watch);
   EXPECT_TRUE(stepping["steppingDown"].as_bool());
@@ -353,7 +353,8 @@ TEST_F(HttpWatchTest, StepDownReachesEveryStreamBeforeTheReleaseItsPromisesHoldB
     EXPECT_TRUE(e["steppingDown"].as_bool());
     EXPECT_FALSE(e["isLeader"].as_bool());
     EXPECT_NE(Outstanding(5), std::nullopt) << "released before app-" << i << " was told";
-    EXPECT_TRUE(env_.publisher.Acknowledge("app-" + std::to_string(i), 5));
+    EXPECT_TRUE(env_.publisher.Acknowledge({"app-" + std::to_string(i), 5, std::nullopt},
+                                           env_.clock.Monotonic()));
   }
   EXPECT_EQ(Outstanding(5), std::nullopt);
   env_.publisher.Publish(Following(env_.clock, "", 5));  // the release

@@ -108,13 +108,17 @@ grpc::ServerUnaryReactor* LeaderElectionService::Resign(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* LeaderElectionService::AcknowledgeStepDown(
     grpc::CallbackServerContext* context, const v1::AcknowledgeStepDownRequest* request,
     v1::AcknowledgeStepDownResponse* response) {
-  grpc::Status status = ToGrpcStatus(request->client_id().empty()
-                                         ? absl::InvalidArgumentError("client_id is required")
-                                         : ValidateClientId(request->client_id()));
-  if (status.ok()) {
-    response->set_acknowledged(
-        baton::AcknowledgeStepDown(*context_, request->client_id(), request->fencing_token()));
+  Acknowledgement ack{request->client_id(), request->fencing_token(), std::nullopt};
+  absl::Status valid = request->client_id().empty()
+                           ? absl::InvalidArgumentError("client_id is required")
+                           : ValidateClientId(request->client_id());
+  if (valid.ok() && request->has_valid_until_boottime()) {
+    absl::StatusOr<MonoTime> up_to = DeadlineFromProto(request->valid_until_boottime());
+    valid = up_to.status();
+    if (up_to.ok()) ack.up_to = *up_to;
   }
+  grpc::Status status = ToGrpcStatus(valid);
+  if (status.ok()) response->set_acknowledged(baton::AcknowledgeStepDown(*context_, ack));
   context_->metrics->ObserveGrpcRequest(kAcknowledgeStepDown, status.error_code());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(status);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "google/protobuf/util/json_util.h"
 #include "google/protobuf/util/time_util.h"
@@ -70,6 +71,27 @@ std::string ToJson(const google::protobuf::Message& message) {
   // reports unresolvable Any types, which this schema does not use.
   (void)google::protobuf::util::MessageToJsonString(message, &json, options);
   return json;
+}
+
+absl::StatusOr<MonoTime> DeadlineFromProto(const google::protobuf::Duration& deadline) {
+  if (deadline.seconds() < 0 || deadline.nanos() < 0 || deadline.nanos() >= 1'000'000'000 ||
+      deadline.seconds() > TimeUtil::kDurationMaxSeconds) {
+    return absl::InvalidArgumentError(
+        "valid_until_boottime must be a non-negative duration, the validUntilBoottime of an "
+        "answer");
+  }
+  return MonoTime::FromSinceOrigin(absl::Seconds(deadline.seconds()) +
+                                   absl::Nanoseconds(deadline.nanos()));
+}
+
+absl::StatusOr<MonoTime> ParseDeadline(std::string_view text) {
+  google::protobuf::Duration deadline;
+  if (!TimeUtil::FromString(std::string(text), &deadline)) {
+    return absl::InvalidArgumentError(
+        "valid_until_boottime must be a duration in seconds such as 12345.678901234s, the "
+        "validUntilBoottime of an answer");
+  }
+  return DeadlineFromProto(deadline);
 }
 
 std::string LeadershipJson(const Leadership& snapshot, MonoTime at) {

@@ -1,5 +1,6 @@
 // Conversion from the election engine's Leadership snapshot to the public
-// baton.v1.Leadership message that both local servers answer with.
+// baton.v1.Leadership message that both local servers answer with, and back
+// from the deadline an acknowledgement names to the engine's clock.
 //
 // The snapshot does not store whether this pod leads; the conversion decides
 // it (and how long that is guaranteed) from the clock at the moment it runs,
@@ -9,7 +10,9 @@
 #define BATON_SIDECAR_API_LEADERSHIP_PROTO_H_
 
 #include <string>
+#include <string_view>
 
+#include "absl/status/statusor.h"
 #include "baton/v1/leader_election.pb.h"
 #include "sidecar/common/clock.h"
 #include "sidecar/election/leadership.h"
@@ -41,6 +44,16 @@ std::string ToJson(const google::protobuf::Message& message);
 // Leadership JSON that GET /leader (plus a newline) and every event of
 // GET /leader/watch carry. One line.
 std::string LeadershipJson(const Leadership& snapshot, MonoTime at);
+
+// The monotonic instant a valid_until_boottime names, as an
+// acknowledgement carries it back (Acknowledgement::up_to): the inverse of
+// what LeadershipToProto writes, at its nanosecond resolution.
+// InvalidArgument for a negative or malformed Duration.
+absl::StatusOr<MonoTime> DeadlineFromProto(const google::protobuf::Duration& deadline);
+
+// The same for the proto3 JSON text of such a Duration, as GET /leader
+// prints validUntilBoottime ("12345.678901234s"), for POST /leader/ack.
+absl::StatusOr<MonoTime> ParseDeadline(std::string_view text);
 
 }  // namespace baton
 

@@ -101,7 +101,7 @@ TEST(MetricsTest, OutstandingPromisesLastUntilAcknowledgedOrLapsed) {
   env.clock.Advance(absl::Seconds(4));
   EXPECT_THAT(env.metrics.Render(),
               HasSubstr("baton_promises_outstanding_seconds{name=\"my-lease\"} 6\n"));
-  env.publisher.Acknowledge("app", 5);
+  env.publisher.Acknowledge({"app", 5, std::nullopt}, env.clock.Monotonic());
   EXPECT_THAT(env.metrics.Render(),
               HasSubstr("baton_promises_outstanding_seconds{name=\"my-lease\"} 0\n"));
 }

@@ -306,7 +306,7 @@ TEST_F(StepDownHandshakeTest, ResignReleasesOnlyOnceTheClientAcknowledges) {
   EXPECT_FALSE(AdvanceUntil([&] { return Released(); }, absl::Seconds(1)));
   ASSERT_LT(clock_.Monotonic(), promised_until);
 
-  EXPECT_TRUE(me.publisher().Acknowledge("app", token));
+  EXPECT_TRUE(me.publisher().Acknowledge({"app", token, promised_until}, clock_.Monotonic()));
   me.loop().PromisesChanged();
   EXPECT_TRUE(WaitRealTime([&] { return Released(); }, kPatience));
   EXPECT_LT(clock_.Monotonic(), promised_until) << "released before the promise lapsed";
@@ -332,11 +332,12 @@ TEST_F(StepDownHandshakeTest, AnAcknowledgementForAnotherTermDoesNotRelease) {
   const int64_t token = me.Current().fencing_token;
 
   ASSERT_TRUE(me.loop().Resign());
-  EXPECT_FALSE(me.publisher().Acknowledge("app", token - 1));
-  EXPECT_FALSE(me.publisher().Acknowledge("someone-else", token));
+  EXPECT_FALSE(me.publisher().Acknowledge({"app", token - 1, std::nullopt}, clock_.Monotonic()));
+  EXPECT_FALSE(
+      me.publisher().Acknowledge({"someone-else", token, std::nullopt}, clock_.Monotonic()));
   me.loop().PromisesChanged();
   EXPECT_FALSE(AdvanceUntil([&] { return Released(); }, absl::Seconds(1)));
-  EXPECT_TRUE(me.publisher().Acknowledge("app", token));
+  EXPECT_TRUE(me.publisher().Acknowledge({"app", token, std::nullopt}, clock_.Monotonic()));
   EXPECT_TRUE(me.loop().Shutdown(kPatience));
 }
 
@@ -358,7 +359,8 @@ TEST_F(StepDownHandshakeTest, ShutdownWithEveryPromiseAcknowledgedReleasesAtOnce
   Candidate me("me", &store_, kFast, &clock_);
   StartLeader(&me);
   me.publisher().Answer("app", clock_.Monotonic());
-  ASSERT_TRUE(me.publisher().Acknowledge("app", me.Current().fencing_token));
+  ASSERT_TRUE(me.publisher().Acknowledge({"app", me.Current().fencing_token, std::nullopt},
+                                         clock_.Monotonic()));
 
   EXPECT_TRUE(me.loop().Shutdown(kPatience));
   EXPECT_TRUE(Released());

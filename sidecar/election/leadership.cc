@@ -59,7 +59,9 @@ bool LeadershipPublisher::ReplaceLocked(Leadership next,
     for (const auto& [client, until] : ledger_.by_client) {
       carried = std::max(carried.value_or(until), until);
     }
-    ledger_ = Ledger{next.fencing_token, carried, {}};
+    ledger_ = Ledger();
+    ledger_.token = next.fencing_token;
+    ledger_.anonymous_until = carried;
   }
   if (current_.leadership == next) return false;
   current_.leadership = std::move(next);
@@ -75,27 +77,70 @@ LeadershipPublisher::Versioned LeadershipPublisher::Answer(std::string_view clie
   const Leadership& l = current_.leadership;
   if (!l.IsLeader(now)) return current_;
   // ReplaceLocked keeps the ledger on the current term whenever it holds.
-  const absl::string_view key(client_id.data(), client_id.size());
-  auto named = key.empty() ? ledger_.by_client.end() : ledger_.by_client.find(key);
-  if (named != ledger_.by_client.end()) {
-    named->second = std::max(named->second, l.leader_until);
-  } else if (!client_id.empty() &&
-             ledger_.by_client.size() < static_cast<size_t>(kMaxTrackedClients)) {
-    ledger_.by_client.emplace(std::string(client_id), l.leader_until);
-  } else {
-    ledger_.anonymous_until =
-        std::max(ledger_.anonymous_until.value_or(l.leader_until), l.leader_until);
-  }
+  if (!client_id.empty() && TrackLocked(client_id, l.leader_until, now)) return current_;
+  ledger_.anonymous_until =
+      std::max(ledger_.anonymous_until.value_or(l.leader_until), l.leader_until);
   return current_;
 }
 
-bool LeadershipPublisher::Acknowledge(std::string_view client_id, int64_t token) {
-  absl::MutexLock lock(&mu_);
-  if (ledger_.token != token) return false;
-  auto it = ledger_.by_client.find(absl::string_view(client_id.data(), client_id.size()));
-  if (it == ledger_.by_client.end()) return false;
-  ledger_.by_client.erase(it);
+bool LeadershipPublisher::TrackLocked(std::string_view client_id, MonoTime until, MonoTime now) {
+  const absl::string_view key(client_id.data(), client_id.size());
+  if (auto named = ledger_.by_client.find(key); named != ledger_.by_client.end()) {
+    named->second = std::max(named->second, until);
+    return true;
+  }
+  const size_t limit = static_cast<size_t>(kMaxTrackedClients);
+  if (ledger_.by_client.size() >= limit) DropLapsedLocked(now);
+  if (ledger_.by_client.size() >= limit) return false;
+  if (ledger_.by_client.empty() || until < ledger_.first_end) ledger_.first_end = until;
+  ledger_.by_client.emplace(std::string(client_id), until);
   return true;
+}
+
+void LeadershipPublisher::DropLapsedLocked(MonoTime now) {
+  // Entries only ever move their end later, so first_end stays a lower bound
+  // between sweeps; a sweep that frees nothing makes it exact again, and the
+  // next one waits until that instant has passed.
+  if (now < ledger_.first_end) return;
+  std::optional<MonoTime> first_end;
+  for (auto it = ledger_.by_client.begin(); it != ledger_.by_client.end();) {
+    if (it->second <= now) {
+      ledger_.by_client.erase(it++);
+      continue;
+    }
+    first_end = std::min(first_end.value_or(it->second), it->second);
+    ++it;
+  }
+  if (first_end) ledger_.first_end = *first_end;
+}
+
+namespace {
+
+// `t` as answers carry it: LeadershipToProto prints valid_until_boottime in
+// whole nanoseconds, truncated, so an acknowledgement naming a deadline names
+// it at that resolution.
+MonoTime AsAnswered(MonoTime t) {
+  return MonoTime::FromSinceOrigin(absl::Trunc(t.SinceOrigin(), absl::Nanoseconds(1)));
+}
+
+}  // namespace
+
+bool LeadershipPublisher::Acknowledge(const Acknowledgement& ack, MonoTime now) {
+  absl::MutexLock lock(&mu_);
+  if (ledger_.token != ack.fencing_token) return false;
+  auto it = ledger_.by_client.find(absl::string_view(ack.client_id.data(), ack.client_id.size()));
+  if (it == ledger_.by_client.end()) return false;
+  // The entry is the reader's latest promise; any earlier one ends before it
+  // and so is covered whenever this one is.
+  if (ack.up_to && AsAnswered(it->second) > *ack.up_to) return false;
+  const bool outstanding = it->second > now;
+  ledger_.by_client.erase(it);
+  return outstanding;
+}
+
+int LeadershipPublisher::TrackedClients() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(ledger_.by_client.size());
 }
 
 std::optional<MonoTime> LeadershipPublisher::OutstandingUntil(int64_t token, MonoTime now) const {

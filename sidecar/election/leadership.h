@@ -11,9 +11,10 @@
 // Promises (docs/design.md, "The step-down handshake"): every answer that says
 // "leader" promises its reader that nobody else leads until the snapshot's
 // leader_until. The publisher records each one as it is given (Answer), per
-// client_id when the reader named itself, and forgets a client's promises when
-// that client acknowledges the end of its leader work (Acknowledge). The
-// election loop releases the Lease only once OutstandingUntil() has passed.
+// client_id when the reader named itself, and forgets a client's promises up
+// to the deadline that client names when it acknowledges the end of its
+// leader work (Acknowledge). The election loop releases the Lease only once
+// OutstandingUntil() has passed.
 #ifndef BATON_SIDECAR_ELECTION_LEADERSHIP_H_
 #define BATON_SIDECAR_ELECTION_LEADERSHIP_H_
 
@@ -78,6 +79,25 @@ struct Leadership {
   friend bool operator==(const Leadership&, const Leadership&) = default;
 };
 
+// A reader's acknowledgement that it has stopped acting as leader on what
+// it was told (gRPC AcknowledgeStepDown, HTTP POST /leader/ack, `baton run`).
+struct Acknowledgement {
+  // The name the reader asked under; never empty. Whoever uses the name is
+  // that reader: an acknowledgement speaks for every process sharing it.
+  std::string_view client_id;
+  // The term: the fencing token of the answers acted on.
+  int64_t fencing_token = 0;
+  // The deadline (leader_until; valid_until_boottime on the wire) of the
+  // last answer acted on. The acknowledgement covers the reader's promises
+  // of the term that end at or before it, compared at the nanosecond
+  // resolution answers carry deadlines in; a promise that ends later was
+  // handed out after that answer and stays outstanding. nullopt: every
+  // promise of the term handed out to the reader so far, however late the
+  // acknowledgement arrives (what an acknowledgement meant before deadlines
+  // were named; it can void a promise given after the work it speaks of).
+  std::optional<MonoTime> up_to;
+};
+
 // Holds the current Leadership, tells interested parties when it changes, and
 // keeps the ledger of promises handed out in the current term.
 //
@@ -86,9 +106,14 @@ struct Leadership {
 // No callback is ever invoked while the internal lock is held.
 class LeadershipPublisher {
  public:
-  // Promises tracked per client_id beyond this many clients are counted as
-  // anonymous ones (kept until they lapse), so a flood of names cannot grow
-  // the ledger without bound.
+  // The most named readers whose promises the ledger tracks at once. Only
+  // readers with a live promise count: one that has lapsed constrains
+  // nothing and is dropped when room is needed. A reader that names itself
+  // while this many others hold live promises is answered as usual, but its
+  // promise is kept as an anonymous one (it only lapses) and its
+  // acknowledgements void nothing until it finds room; the readers already
+  // tracked keep theirs. So a flood of names (a client per request) costs
+  // bounded memory and degrades only the readers past the limit.
   static constexpr int kMaxTrackedClients = 1024;
 
   // A snapshot and its version; versions start at 1 and grow by one per change.
@@ -124,10 +149,18 @@ class LeadershipPublisher {
   // from a subscriber. A no-op when not holding.
   void StepDown();
 
-  // The client `client_id` has stopped acting on term `token` (a fencing
-  // token): its promises in that term are void. Returns whether it had any
-  // outstanding ones in the current term.
-  bool Acknowledge(std::string_view client_id, int64_t token);
+  // The reader `ack.client_id` has stopped acting on the answers of term
+  // `ack.fencing_token` up to `ack.up_to` (see Acknowledgement): its
+  // promises of the current term that end by then are void. Returns true if
+  // that settled the reader: it had a promise outstanding at `now` and none
+  // that ends later. False if it had none outstanding (another term, an
+  // unknown name, all lapsed or already acknowledged) or if it holds a later
+  // promise, which stays outstanding.
+  bool Acknowledge(const Acknowledgement& ack, MonoTime now);
+
+  // How many named readers the ledger tracks now: at most
+  // kMaxTrackedClients, lapsed ones included until room is needed.
+  int TrackedClients() const;
 
   // The instant at which the last promise of term `token` that was neither
   // acknowledged nor lapsed by `now` ends; nullopt if there is none (or the
@@ -146,12 +179,24 @@ class LeadershipPublisher {
 
  private:
   // The promises of one term: when the last anonymous one ends, and each
-  // named client's latest.
+  // named client's latest (a promise that ends earlier adds nothing to it).
   struct Ledger {
     std::optional<int64_t> token;
     std::optional<MonoTime> anonymous_until;
     absl::flat_hash_map<std::string, MonoTime> by_client;
+    // No promise in by_client ends before this: a lower bound, exact right
+    // after DropLapsedLocked. Until `now` reaches it, no entry has lapsed,
+    // so a full ledger is not searched for room on every answer.
+    MonoTime first_end;
   };
+
+  // Records a promise to the named reader `client_id` until `until`;
+  // false, recording nothing, if it is not tracked and there is no room
+  // for it even after dropping the lapsed ones.
+  bool TrackLocked(std::string_view client_id, MonoTime until, MonoTime now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets the named readers whose promises have all lapsed by `now`.
+  void DropLapsedLocked(MonoTime now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Replaces the snapshot with `next` unless equal; applies the step-down
   // mark (or clears it once `next` is of another term) and starts a new

@@ -133,21 +133,21 @@ TEST_F(PromiseLedgerTest, ANotLeaderAnswerPromisesNothing) {
 
 TEST_F(PromiseLedgerTest, AcknowledgementVoidsOnlyThatClientsPromisesOfThatTerm) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("a", Now());
+  const MonoTime until = publisher_.Answer("a", Now()).leadership.leader_until;
   publisher_.Answer("b", Now());
-  EXPECT_FALSE(publisher_.Acknowledge("a", 2));
-  EXPECT_FALSE(publisher_.Acknowledge("c", 3));
-  EXPECT_TRUE(publisher_.Acknowledge("a", 3));
-  EXPECT_FALSE(publisher_.Acknowledge("a", 3)) << "nothing left to acknowledge";
-  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10)) << "b's promise";
-  EXPECT_TRUE(publisher_.Acknowledge("b", 3));
+  EXPECT_FALSE(publisher_.Acknowledge({"a", 2, until}, Now()));
+  EXPECT_FALSE(publisher_.Acknowledge({"c", 3, until}, Now()));
+  EXPECT_TRUE(publisher_.Acknowledge({"a", 3, until}, Now()));
+  EXPECT_FALSE(publisher_.Acknowledge({"a", 3, until}, Now())) << "nothing left to acknowledge";
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), until) << "b's promise";
+  EXPECT_TRUE(publisher_.Acknowledge({"b", 3, until}, Now()));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
 TEST_F(PromiseLedgerTest, AnonymousPromisesOnlyLapse) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   publisher_.Answer("", Now());
-  EXPECT_FALSE(publisher_.Acknowledge("", 3));
+  EXPECT_FALSE(publisher_.Acknowledge({"", 3, std::nullopt}, Now()));
   clock_.Advance(absl::Seconds(9));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(1));
   clock_.Advance(absl::Seconds(1));
@@ -163,17 +163,160 @@ TEST_F(PromiseLedgerTest, ARenewExtendsTheOutstandingPromise) {
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
 }
 
-TEST_F(PromiseLedgerTest, ClientsBeyondTheLimitAreCountedAsAnonymous) {
+// --- Acknowledgements cover what they name ---------------------------------
+
+TEST_F(PromiseLedgerTest, LateAckDoesNotVoidALaterPromise) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime first = publisher_.Answer("app", Now()).leadership.leader_until;
+  // The app is done with that answer and acknowledges it; the call times out
+  // and is retried. Meanwhile a renew, and the app starts new work on a
+  // fresh answer.
+  clock_.Advance(absl::Seconds(2));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime second = publisher_.Answer("app", Now()).leadership.leader_until;
+  ASSERT_GT(second, first);
+  // The old acknowledgement (and its retry) arrive now.
+  EXPECT_FALSE(publisher_.Acknowledge({"app", 3, first}, Now())) << "a later promise remains";
+  EXPECT_FALSE(publisher_.Acknowledge({"app", 3, first}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), second);
+  // Acknowledging the answer it acts on now settles it.
+  EXPECT_TRUE(publisher_.Acknowledge({"app", 3, second}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, AckSentBeforeTheTermResumedDoesNotVoidItsNewPromise) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime before = publisher_.Answer("app", Now()).leadership.leader_until;
+  // Renews fail past the renew deadline: not leader, and the app's work ends.
+  clock_.Advance(absl::Seconds(10));
+  ASSERT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  // The API comes back and the same term resumes (same token); the app
+  // leads again before its acknowledgement of the earlier work arrives.
+  clock_.Advance(absl::Seconds(1));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime resumed = publisher_.Answer("app", Now()).leadership.leader_until;
+  EXPECT_FALSE(publisher_.Acknowledge({"app", 3, before}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), resumed);
+}
+
+TEST_F(PromiseLedgerTest, SharedIdAckCoversOnlyWhatItNames) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  // Two processes use the client id "shared": one reader to the ledger.
+  const MonoTime first = publisher_.Answer("shared", Now()).leadership.leader_until;
+  clock_.Advance(absl::Seconds(2));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime second = publisher_.Answer("shared", Now()).leadership.leader_until;
+  // The first process finishes and acknowledges what it acted on: the
+  // second process's later promise stays outstanding.
+  EXPECT_FALSE(publisher_.Acknowledge({"shared", 3, first}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), second);
+  // Any process naming the later deadline speaks for both.
+  EXPECT_TRUE(publisher_.Acknowledge({"shared", 3, second}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, AckCoversEveryAnswerUpToTheDeadlineItNames) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  clock_.Advance(absl::Seconds(2));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime second = publisher_.Answer("app", Now()).leadership.leader_until;
+  // Answers between two renews share a deadline: naming it covers them all.
+  publisher_.Answer("app", Now());
+  EXPECT_TRUE(publisher_.Acknowledge({"app", 3, second + absl::Seconds(1)}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, AckNamesADeadlineAtTheNanosecondResolutionOfAnswers) {
+  // A leader_until with a fraction of a nanosecond (renew deadlines cut to
+  // what the Lease grants are divided), which answers print truncated.
+  const MonoTime until = Now() + absl::Seconds(10) + absl::Nanoseconds(1) / 4;
+  Leadership l = Term(3, absl::Seconds(10));
+  l.leader_until = until;
+  publisher_.Publish(l);
+  publisher_.Answer("app", Now());
+  const MonoTime printed =
+      MonoTime::FromSinceOrigin(absl::Trunc(until.SinceOrigin(), absl::Nanoseconds(1)));
+  ASSERT_LT(printed, until);
+  EXPECT_TRUE(publisher_.Acknowledge({"app", 3, printed}, Now()));
+}
+
+TEST_F(PromiseLedgerTest, AckWithoutADeadlineVoidsEveryPromiseOfTheTermSoFar) {
+  // What acknowledgements meant before they named a deadline, kept for
+  // clients that send none.
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  clock_.Advance(absl::Seconds(2));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Answer("app", Now());
+  EXPECT_TRUE(publisher_.Acknowledge({"app", 3, std::nullopt}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
+TEST_F(PromiseLedgerTest, AckOfLapsedPromisesSettlesNothing) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime until = publisher_.Answer("app", Now()).leadership.leader_until;
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_FALSE(publisher_.Acknowledge({"app", 3, until}, Now()));
+}
+
+// --- The limit on named readers --------------------------------------------
+
+TEST_F(PromiseLedgerTest, LapsedPromisesDoNotCountAgainstTheClientLimit) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
+    publisher_.Answer(absl::StrCat("old-", i), Now());
+  }
+  // Those promises lapse; the term goes on with renews.
+  clock_.Advance(absl::Seconds(11));
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime until = publisher_.Answer("app", Now()).leadership.leader_until;
+  EXPECT_TRUE(publisher_.Acknowledge({"app", 3, until}, Now())) << "tracked by name";
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt) << "no anonymous promise";
+  EXPECT_LE(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
+}
+
+TEST_F(PromiseLedgerTest, PastTheLimitOnlyTheOverflowingReaderIsUntracked) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
     publisher_.Answer(absl::StrCat("c", i), Now());
   }
-  publisher_.Answer("one-too-many", Now());
-  EXPECT_FALSE(publisher_.Acknowledge("one-too-many", 3)) << "not tracked by name";
+  const MonoTime until = publisher_.Answer("one-too-many", Now()).leadership.leader_until;
+  EXPECT_EQ(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
+  EXPECT_FALSE(publisher_.Acknowledge({"one-too-many", 3, until}, Now())) << "not tracked";
+  // Everyone tracked keeps their promises and their acknowledgements.
   for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
-    ASSERT_TRUE(publisher_.Acknowledge(absl::StrCat("c", i), 3));
+    ASSERT_TRUE(publisher_.Acknowledge({absl::StrCat("c", i), 3, until}, Now()));
   }
-  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
+  // The overflowing reader's promise was kept, as an anonymous one.
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), until);
+  // With room again, it is tracked by name from its next answer on.
+  publisher_.Answer("one-too-many", Now());
+  EXPECT_TRUE(publisher_.Acknowledge({"one-too-many", 3, until}, Now()));
+}
+
+TEST_F(PromiseLedgerTest, AClientPerRequestNeverLocksOutALongLivedReader) {
+  // An app makes a client (a new client_id) per request, 50 a second, for
+  // five minutes of one term: 15,000 names, about 500 with live promises at
+  // any time (a renew every 2s, each promising 10s).
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  int names = 0;
+  for (int tick = 0; tick < 3000; ++tick) {
+    clock_.Advance(absl::Milliseconds(100));
+    if (tick % 20 == 0) publisher_.Publish(Term(3, absl::Seconds(10)));
+    for (int i = 0; i < 5; ++i) publisher_.Answer(absl::StrCat("request-", names++), Now());
+    ASSERT_LE(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
+  }
+  ASSERT_GT(names, 10 * LeadershipPublisher::kMaxTrackedClients);
+  // A long-lived reader that arrives now (a restarted process, a new name)
+  // is tracked, and its acknowledgement counts.
+  const MonoTime until = publisher_.Answer("worker", Now()).leadership.leader_until;
+  EXPECT_TRUE(publisher_.Acknowledge({"worker", 3, until}, Now()));
+  // The per-request readers never acknowledge; only their promises hold the
+  // step-down, until they lapse.
+  publisher_.StepDown();
+  clock_.Advance(absl::Seconds(10));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
 TEST_F(PromiseLedgerTest, PromisesOfTheLastTermStayOutstandingInTheNext) {

@@ -134,9 +134,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   api_context_.hooks.liveness = [this] { return Liveness(); };
   api_context_.hooks.readiness = [this] { return Readiness(); };
   api_context_.hooks.resign = [this] { return Resign(); };
-  api_context_.hooks.acknowledge = [this](std::string_view client_id, int64_t token) {
-    return Acknowledge(client_id, token);
-  };
+  api_context_.hooks.acknowledge = [this](const Acknowledgement& ack) { return Acknowledge(ack); };
 
   // Servers first: a port already in use should stop the sidecar before it
   // campaigns, not after it has become leader.
@@ -230,8 +228,8 @@ absl::Status Daemon::Readiness() const {
   return absl::OkStatus();
 }
 
-bool Daemon::Acknowledge(std::string_view client_id, int64_t token) {
-  const bool acknowledged = publisher_.Acknowledge(client_id, token);
+bool Daemon::Acknowledge(const Acknowledgement& ack) {
+  const bool acknowledged = publisher_.Acknowledge(ack, clock_->Monotonic());
   metrics_.ObserveAcknowledgement(acknowledged);
   if (acknowledged) loop_->PromisesChanged();
   return acknowledged;

@@ -66,10 +66,10 @@ class Daemon {
   // (`baton run`): answer through it like the local API does. Thread-safe.
   LeadershipPublisher* publisher() { return &publisher_; }
   Clock* clock() const { return clock_; }
-  // The client `client_id` has stopped acting on term `token`: what POST
-  // /leader/ack does (LeadershipPublisher::Acknowledge, then
+  // A reader has stopped acting on what it was told (Acknowledgement): what
+  // POST /leader/ack does (LeadershipPublisher::Acknowledge, then
   // ElectionLoop::PromisesChanged). Thread-safe.
-  bool Acknowledge(std::string_view client_id, int64_t token);
+  bool Acknowledge(const Acknowledgement& ack);
 
  private:
   // Feeds election events into the metrics and, with --events, into

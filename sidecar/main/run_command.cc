@@ -65,9 +65,7 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
     const uint64_t one = 1;
     (void)!write(fd, &one, sizeof(one));
   });
-  options.acknowledge = [&daemon](std::string_view client_id, int64_t token) {
-    return daemon.Acknowledge(client_id, token);
-  };
+  options.acknowledge = [&daemon](const Acknowledgement& ack) { return daemon.Acknowledge(ack); };
   run::ProcessSupervisor supervisor;
   run::Runner runner(std::move(options), daemon.clock(), daemon.publisher(), &supervisor);
 

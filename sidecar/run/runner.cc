@@ -22,7 +22,9 @@ Runner::Runner(Options options, Clock* clock, LeadershipPublisher* publisher,
                Supervisor* supervisor)
     : options_(std::move(options)), clock_(clock), publisher_(publisher), supervisor_(supervisor) {}
 
-void Runner::GiveBack(int64_t token) { options_.acknowledge(options_.client_id, token); }
+void Runner::GiveBack(int64_t token, MonoTime valid_until) {
+  options_.acknowledge(Acknowledgement{options_.client_id, token, valid_until});
+}
 
 void Runner::Shutdown() { shutting_down_ = true; }
 
@@ -47,7 +49,7 @@ MonoTime Runner::PollIdle(MonoTime now) {
   const Leadership answer = publisher_->Answer(options_.client_id, now).leadership;
   if (!CanStart(answer, now)) {
     // The term ended between the two reads: give back what Answer recorded.
-    GiveBack(answer.fencing_token);
+    GiveBack(answer.fencing_token, answer.leader_until);
     return MonoInfiniteFuture();
   }
   restart_at_.reset();
@@ -71,7 +73,7 @@ bool Runner::StartChild(const Leadership& answer, MonoTime now) {
   if (!pid.ok()) {
     spdlog::error("event=child_start_failed token={} error={} next=\"handle as exit code 127\"",
                   answer.fencing_token, LogValue(pid.status().ToString()));
-    GiveBack(answer.fencing_token);
+    GiveBack(answer.fencing_token, answer.leader_until);
     Ended(ExitStatus::Exited(127), now);
     return false;
   }
@@ -135,7 +137,7 @@ void Runner::OnChildExit(const ExitStatus& status) {
   child_.reset();
   // The child is gone: its promises are given back, so a step-down waiting
   // for them can release at once.
-  GiveBack(c.token);
+  GiveBack(c.token, c.valid_until);
   if (shutting_down_ || c.signaled_at.has_value()) {
     spdlog::info("event=child_exited token={} {} stopped_by=baton next=\"{}\"", c.token,
                  status.ToString(),

@@ -6,8 +6,9 @@
 // LeadershipPublisher::Answer under the Runner's client_id, every later
 // snapshot of the term is answered the same way (so the ledger's promise
 // always covers the running child), and once the child is gone the Runner
-// acknowledges the step-down (`acknowledge`: LeadershipPublisher::Acknowledge
-// and ElectionLoop::PromisesChanged), which lets a pending release go ahead.
+// acknowledges the step-down up to the last deadline it answered the child
+// with (`acknowledge`: LeadershipPublisher::Acknowledge and
+// ElectionLoop::PromisesChanged), which lets a pending release go ahead.
 //
 // Stops (the stop signal to the child's process group, then SIGKILL of the
 // group --stop-grace later):
@@ -55,9 +56,9 @@ class Runner {
     absl::Duration restart_delay = absl::Seconds(1);
     // Under which the child's promises are recorded on the ledger.
     std::string client_id = "baton-run";
-    // Gives back the promises of term `token` recorded under `client_id`
+    // Gives back the promises recorded under `client_id` that `ack` covers
     // (Daemon::Acknowledge). Required.
-    std::function<bool(std::string_view client_id, int64_t token)> acknowledge;
+    std::function<bool(const Acknowledgement& ack)> acknowledge;
   };
 
   // `clock`, `publisher` and `supervisor` must outlive the Runner.
@@ -90,8 +91,9 @@ class Runner {
 
   // Starts a child from `answer` (a leader answer); false if it could not.
   bool StartChild(const Leadership& answer, MonoTime now);
-  // Acknowledges term `token` under the client id.
-  void GiveBack(int64_t token);
+  // Acknowledges term `token` under the client id, up to the answer that
+  // ends at `valid_until`.
+  void GiveBack(int64_t token, MonoTime valid_until);
   // Sends the stop signal now, logging why.
   void BeginStop(MonoTime now, const char* reason);
   MonoTime PollChild(MonoTime now);

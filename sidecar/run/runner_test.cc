@@ -1,6 +1,7 @@
 #include "sidecar/run/runner.h"
 
 #include <csignal>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,9 +55,10 @@ class RunnerTest : public ::testing::Test {
     options.restart = restart;
     options.stop_grace = kGrace;
     options.restart_delay = absl::Milliseconds(250);
-    options.acknowledge = [this](std::string_view client_id, int64_t token) {
-      acks_.push_back(token);
-      return publisher_.Acknowledge(client_id, token);
+    options.acknowledge = [this](const Acknowledgement& ack) {
+      acks_.push_back(ack.fencing_token);
+      acked_up_to_.push_back(ack.up_to);
+      return publisher_.Acknowledge(ack, clock_.Monotonic());
     };
     runner_ = std::make_unique<Runner>(std::move(options), &clock_, &publisher_, &supervisor_);
     return *runner_;
@@ -87,6 +89,8 @@ class RunnerTest : public ::testing::Test {
   LeadershipPublisher publisher_;
   FakeSupervisor supervisor_;
   std::vector<int64_t> acks_;
+  // The deadline each acknowledgement named, in the same order.
+  std::vector<std::optional<MonoTime>> acked_up_to_;
   std::unique_ptr<Runner> runner_;
 };
 
@@ -129,6 +133,21 @@ TEST_F(RunnerTest, RenewsMoveTheWatchdogAndThePromise) {
   EXPECT_EQ(wake, StopSignalAt(until, kGrace));
   EXPECT_EQ(Outstanding(1), until);
   EXPECT_THAT(supervisor_.signals, IsEmpty());
+}
+
+TEST_F(RunnerTest, ChildExitAcknowledgesUpToTheLastDeadlineItWasAnswered) {
+  Runner& runner = MakeRunner(RestartPolicy::kAlways);
+  Renewed(1);
+  runner.Poll();
+  clock_.Advance(absl::Milliseconds(250));
+  Renewed(1);
+  runner.Poll();
+  const MonoTime until = clock_.Monotonic() + kRenewDeadline;
+  clock_.Advance(absl::Milliseconds(20));
+  runner.OnChildExit(ExitStatus::Exited(0));
+  EXPECT_THAT(acks_, ElementsAre(1));
+  EXPECT_THAT(acked_up_to_, ElementsAre(std::optional<MonoTime>(until)));
+  EXPECT_FALSE(Outstanding(1).has_value());
 }
 
 TEST_F(RunnerTest, FailingRenewsStopTheChildThenKillItBeforeTheValidityEnds) {

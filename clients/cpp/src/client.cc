@@ -28,6 +28,34 @@ struct Connection {
   ClientOptions options;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::LeaderElection::Stub> stub;
+
+  // The latest deadline among the leader answers received (by the Client
+  // and its Watches) in the latest term heard of: what an acknowledgement
+  // of that term names.
+  struct Heard {
+    std::string identity;
+    int32_t fencing_token = 0;
+    absl::Duration deadline = absl::ZeroDuration();
+  };
+  mutable absl::Mutex heard_mu;
+  mutable Heard heard ABSL_GUARDED_BY(heard_mu);
+
+  // Records `l`'s deadline if it is a leader answer with one.
+  void Note(const Leadership& l) const {
+    if (!l.is_leader || l.valid_until_boottime <= absl::ZeroDuration()) return;
+    absl::MutexLock lock(&heard_mu);
+    if (heard.identity != l.identity || heard.fencing_token != l.fencing_token) {
+      heard = Heard{l.identity, l.fencing_token, l.valid_until_boottime};
+      return;
+    }
+    heard.deadline = std::max(heard.deadline, l.valid_until_boottime);
+  }
+
+  // The latest deadline heard in term `fencing_token`; zero if none.
+  absl::Duration HeardUpTo(int32_t fencing_token) const {
+    absl::MutexLock lock(&heard_mu);
+    return heard.fencing_token == fencing_token ? heard.deadline : absl::ZeroDuration();
+  }
 };
 }  // namespace internal
 
@@ -173,6 +201,7 @@ Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
     if (deadline > absl::ZeroDuration() && kSharesSidecarClock) {
       l.valid_until = Clock::time_point(absl::ToChronoNanoseconds(deadline));
     }
+    l.valid_until_boottime = std::max(deadline, absl::ZeroDuration());
   }
   return l;
 }
@@ -350,6 +379,7 @@ absl::StatusOr<Leadership> Client::GetLeadership() const {
   if (!status.ok()) return internal::Translate(connection_->addr, status);
   Leadership l = internal::FromProto(response, sent);
   if (absl::Status lease = CheckLease(*connection_, l); !lease.ok()) return lease;
+  connection_->Note(l);
   return l;
 }
 
@@ -375,11 +405,19 @@ absl::StatusOr<bool> Client::Resign() const {
 }
 
 absl::StatusOr<bool> Client::AcknowledgeStepDown(int32_t fencing_token) const {
+  return AcknowledgeStepDown(fencing_token, connection_->HeardUpTo(fencing_token));
+}
+
+absl::StatusOr<bool> Client::AcknowledgeStepDown(int32_t fencing_token,
+                                                 absl::Duration valid_until_boottime) const {
   grpc::ClientContext context;
   context.set_deadline(CallDeadline(connection_->options.call_timeout));
   v1::AcknowledgeStepDownRequest request;
   request.set_client_id(connection_->options.client_id);
   request.set_fencing_token(fencing_token);
+  const int64_t up_to_ns = absl::ToInt64Nanoseconds(valid_until_boottime);
+  request.mutable_valid_until_boottime()->set_seconds(up_to_ns / 1000000000);
+  request.mutable_valid_until_boottime()->set_nanos(static_cast<int32_t>(up_to_ns % 1000000000));
   v1::AcknowledgeStepDownResponse response;
   const grpc::Status status = connection_->stub->AcknowledgeStepDown(&context, request, &response);
   if (!status.ok()) return internal::Translate(connection_->addr, status);
@@ -459,6 +497,11 @@ absl::Status Client::RunWhileLeader(const LeaderWork& work, const absl::Notifica
       running.reset();
     }
     if (!leading) {
+      if (l.ok() && finished.has_value() && SameTerm(*l, *finished)) {
+        // The watch promised this client more since the work returned;
+        // nothing acts on it.
+        AcknowledgeStepDown(finished->fencing_token).IgnoreError();
+      }
       finished.reset();
     } else if (running == nullptr && (!finished.has_value() || !SameTerm(*l, *finished))) {
       finished.reset();
@@ -548,6 +591,7 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
       stream->context.TryCancel();
       break;
     }
+    connection_->Note(l);
     auto item = std::make_unique<Item>(Item{std::move(l)});
     absl::MutexLock lock(&mu_);
     item_ = std::move(item);
@@ -642,6 +686,7 @@ absl::StatusOr<Leadership> Watch::Next(absl::Duration timeout) {
       last_->is_leader = false;
       last_->valid_for = absl::ZeroDuration();
       last_->valid_until = {};
+      last_->valid_until_boottime = absl::ZeroDuration();
       return *last_;
     }
     if (now >= stall_at_) {

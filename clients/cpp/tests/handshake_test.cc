@@ -124,16 +124,34 @@ class FakeSidecar final : public v1::LeaderElection::Service {
   grpc::Status AcknowledgeStepDown(grpc::ServerContext*,
                                    const v1::AcknowledgeStepDownRequest* request,
                                    v1::AcknowledgeStepDownResponse* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      acked_.push_back(request->has_valid_until_boottime()
+                           ? absl::Seconds(request->valid_until_boottime().seconds()) +
+                                 absl::Nanoseconds(request->valid_until_boottime().nanos())
+                           : -absl::InfiniteDuration());
+    }
     journal.Add(absl::StrCat("ack ", request->client_id(), " ", request->fencing_token()));
     response->set_acknowledged(true);
     return grpc::Status::OK;
+  }
+
+  // The deadline of the last leader answer given.
+  absl::Duration LastGiven() {
+    absl::MutexLock lock(&mu_);
+    return given_.empty() ? absl::ZeroDuration() : given_.back();
+  }
+  // The deadline each acknowledgement named (-inf: none).
+  std::vector<absl::Duration> Acked() {
+    absl::MutexLock lock(&mu_);
+    return acked_;
   }
 
   Journal journal;
   absl::Notification step_down;
 
  private:
-  v1::Leadership Answer() const {
+  v1::Leadership Answer() {
     v1::Leadership l;
     l.set_is_leader(true);
     l.set_identity("me");
@@ -143,13 +161,24 @@ class FakeSidecar final : public v1::LeaderElection::Service {
     l.set_observed(true);
     SetDuration(options_.valid_for, l.mutable_valid_for());
     if (options_.send_deadline) {
-      SetDuration(BootNow() + options_.valid_for, l.mutable_valid_until_boottime());
+      // Whole nanoseconds, as the wire carries them; each answer later than
+      // the last, as if the sidecar renewed before each.
+      absl::Duration deadline = absl::Trunc(BootNow() + options_.valid_for, absl::Nanoseconds(1));
+      {
+        absl::MutexLock lock(&mu_);
+        if (!given_.empty()) deadline = std::max(deadline, given_.back() + absl::Nanoseconds(1));
+        given_.push_back(deadline);
+      }
+      SetDuration(deadline, l.mutable_valid_until_boottime());
     }
     absl::SleepFor(options_.delay);
     return l;
   }
 
   const FakeOptions options_;
+  absl::Mutex mu_;
+  std::vector<absl::Duration> given_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Duration> acked_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::Server> server_;
   std::string addr_;
 };
@@ -214,6 +243,28 @@ TEST(ClientIdTest, EveryQuestionCarriesIt) {
   EXPECT_EQ(Client::Create(bad).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(AcknowledgementTest, NamesTheLatestDeadlineThisClientReceived) {
+  FakeSidecar fake({});
+  std::unique_ptr<Client> client = Connect(fake, "shared");
+  ASSERT_TRUE(client->GetLeadership().ok());
+  absl::StatusOr<Leadership> last = client->GetLeadership();
+  ASSERT_TRUE(last.ok());
+  const absl::Duration mine = fake.LastGiven();
+  EXPECT_EQ(last->valid_until_boottime, mine);
+  // Another process with the same client_id is answered later; this
+  // client's acknowledgement does not cover that answer.
+  std::unique_ptr<Client> other = Connect(fake, "shared");
+  ASSERT_TRUE(other->GetLeadership().ok());
+  ASSERT_GT(fake.LastGiven(), mine);
+  ASSERT_TRUE(client->AcknowledgeStepDown(5).ok());
+  // A term it was never answered in: it names nothing.
+  ASSERT_TRUE(client->AcknowledgeStepDown(4).ok());
+  // Or the deadline it is given.
+  ASSERT_TRUE(client->AcknowledgeStepDown(5, absl::Seconds(42)).ok());
+  EXPECT_EQ(fake.Acked(),
+            (std::vector<absl::Duration>{mine, absl::ZeroDuration(), absl::Seconds(42)}));
+}
+
 // Leader work that records its life: started, cancelled, then (100ms later,
 // winding down) returned.
 LeaderWork RecordingWork(Journal& journal) {
@@ -266,6 +317,17 @@ TEST(RunWhileLeaderTest, CancelsJoinsThenAcknowledgesWhenTheSidecarStepsDown) {
   ASSERT_TRUE(fake.journal.WaitFor("ack app-1 5")) << fake.journal.All();
   ExpectCancelledReturnedAcked(fake.journal, "app-1");
   EXPECT_TRUE(runner.Stop().ok());
+}
+
+TEST(RunWhileLeaderTest, AcknowledgesUpToTheLastAnswerItReceived) {
+  FakeSidecar fake({});
+  std::unique_ptr<Client> client = Connect(fake, "app-0");
+  Runner runner(*client, RecordingWork(fake.journal));
+  ASSERT_TRUE(fake.journal.WaitFor("work started")) << fake.journal.All();
+  fake.step_down.Notify();
+  ASSERT_TRUE(fake.journal.WaitFor("ack app-0 5")) << fake.journal.All();
+  EXPECT_TRUE(runner.Stop().ok());
+  EXPECT_EQ(fake.Acked(), std::vector<absl::Duration>{fake.LastGiven()});
 }
 
 TEST(RunWhileLeaderTest, EndsTheWorkWhenTheGuaranteeRunsOut) {

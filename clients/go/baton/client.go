@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -17,6 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/baton-sidecar/baton/clients/go/batonv1"
 )
@@ -49,6 +51,43 @@ type Client struct {
 	opts options
 	conn *grpc.ClientConn
 	api  batonv1.LeaderElectionClient
+
+	mu    sync.Mutex
+	heard heardTerm // guarded by mu
+}
+
+// heardTerm is the latest deadline among the leader answers a Client has
+// received in one term (the latest term it heard of): what its
+// acknowledgement of that term names.
+type heardTerm struct {
+	identity string
+	token    int32
+	deadline time.Duration
+}
+
+// noteAnswer records l's deadline if it is a leader answer with one.
+func (c *Client) noteAnswer(l Leadership) {
+	if !l.IsLeader || l.sidecarDeadline <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.heard.identity != l.Identity || c.heard.token != l.FencingToken {
+		c.heard = heardTerm{l.Identity, l.FencingToken, l.sidecarDeadline}
+		return
+	}
+	c.heard.deadline = max(c.heard.deadline, l.sidecarDeadline)
+}
+
+// heardUpTo is the latest deadline this Client has received in term token;
+// zero if it has received none.
+func (c *Client) heardUpTo(token int32) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.heard.token != token {
+		return 0
+	}
+	return c.heard.deadline
 }
 
 type options struct {
@@ -263,12 +302,15 @@ func (c *Client) Leadership(ctx context.Context) (Leadership, error) {
 }
 
 // checkLease passes l on if it comes from a sidecar serving the expected
-// Lease (or none is expected), and refuses it otherwise.
+// Lease (or none is expected), and refuses it otherwise. Every answer this
+// Client receives goes through it: one it passes on is noted for
+// AcknowledgeStepDown.
 func (c *Client) checkLease(l Leadership) (Leadership, error) {
 	served := LeaseRef{Name: l.LeaseName, Namespace: l.LeaseNamespace}
 	if want := c.opts.lease; want != nil && !want.matches(served) {
 		return Leadership{}, &WrongLeaseError{Addr: c.addr, Expected: *want, Served: served}
 	}
+	c.noteAnswer(l)
 	return l, nil
 }
 
@@ -358,10 +400,16 @@ func (c *Client) Resign(ctx context.Context) (wasLeader bool, err error) {
 
 // AcknowledgeStepDown tells the sidecar that this application has stopped
 // acting on the leadership of the term with fencing token token: its leader
-// work was cancelled and has ended. The promises the sidecar gave this
-// client for that term are void from then on, so a sidecar that is stepping
-// down (shutdown or Resign) need not wait for them to run out before it
-// releases the Lease. acknowledged tells whether any were outstanding.
+// work was cancelled and has ended. It names the latest deadline
+// (valid_until_boottime) among the leader answers of that term this Client
+// has received so far, and the promises the sidecar gave this client up to
+// that deadline are void from then on, so a sidecar that is stepping down
+// (shutdown or Resign) need not wait for them to run out before it releases
+// the Lease. A promise the sidecar gives after those answers (the sidecar
+// renewed in between) stays outstanding, however late the acknowledgement
+// arrives, and so does one given to another process using the same client
+// ID. acknowledged tells whether that settled this client ID's promises of
+// the term (false too if this Client received no leader answer of it).
 //
 // Call it only once nothing in this process acts on this client's answers
 // for that term any more. RunWhileLeader calls it for you. An application
@@ -369,14 +417,21 @@ func (c *Client) Resign(ctx context.Context) (wasLeader bool, err error) {
 // sidecar then waits until the last promise it gave lapses (up to the
 // sidecar's --renew-deadline after the last answer).
 func (c *Client) AcknowledgeStepDown(ctx context.Context, token int32) (acknowledged bool, err error) {
+	acknowledged, _, err = c.acknowledge(ctx, token)
+	return acknowledged, err
+}
+
+// acknowledge is AcknowledgeStepDown; it also returns the deadline it named.
+func (c *Client) acknowledge(ctx context.Context, token int32) (acknowledged bool, upTo time.Duration, err error) {
+	upTo = c.heardUpTo(token)
 	cctx, cancel := c.callContext(ctx)
 	defer cancel()
 	r, err := c.api.AcknowledgeStepDown(cctx, &batonv1.AcknowledgeStepDownRequest{
-		ClientId: c.opts.clientID, FencingToken: token})
+		ClientId: c.opts.clientID, FencingToken: token, ValidUntilBoottime: durationpb.New(upTo)})
 	if err != nil {
-		return false, c.wrap(ctx, err)
+		return false, upTo, c.wrap(ctx, err)
 	}
-	return r.GetAcknowledged(), nil
+	return r.GetAcknowledged(), upTo, nil
 }
 
 // errStalled is Watch's error for a stream that went silent.

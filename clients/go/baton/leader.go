@@ -21,8 +21,17 @@ import (
 // says not leader or stepping down, the fencing token or the sidecar
 // changes, the guarantee runs out without news from the sidecar, the
 // sidecar cannot be reached, or ctx ends. It then waits for work to return,
-// and only then calls AcknowledgeStepDown for the term. Errors of that
-// acknowledgement are dropped: without it the handover is only slower.
+// and only then calls AcknowledgeStepDown for the term, which names the
+// latest deadline this Client was answered with. Errors of that
+// acknowledgement are dropped: without it the handover is only slower. A
+// term whose work returned on its own is acknowledged again when it ends,
+// covering the answers received meanwhile.
+//
+// An acknowledgement whose call failed may still reach the sidecar later.
+// Until then, work does not start again in its term on an answer that ends
+// by the deadline it named (such an answer was given between the same two
+// renews, and that late acknowledgement would void its promise), only on a
+// later one: after the sidecar's next renew.
 //
 // work must stop acting as leader when its context ends, and return. An
 // error it returns after its context was cancelled is dropped. If work
@@ -43,7 +52,9 @@ func (c *Client) RunWhileLeader(ctx context.Context, work func(ctx context.Conte
 	defer stopWatch()
 	states := make(chan state)
 	go func() {
-		for l, err := range c.Watch(wctx) {
+		// Every message, heartbeats too: after an acknowledgement in doubt,
+		// work waits for an answer with a later deadline than it named.
+		for l, err := range c.watch(wctx, true) {
 			select {
 			case states <- state{l, err}:
 			case <-wctx.Done():
@@ -57,21 +68,34 @@ func (c *Client) RunWhileLeader(ctx context.Context, work func(ctx context.Conte
 		cancelWork context.CancelFunc // non-nil while work runs
 		returned   chan error         // work's result
 		finished   *Leadership        // a term whose work ended on its own
+		inDoubt    heardTerm          // the latest acknowledgement whose call failed
 	)
-	// acknowledge gives the term back once work has returned; it is sent
-	// even when ctx has ended, which is when a fast handover matters most.
-	acknowledge := func() {
-		_, _ = c.AcknowledgeStepDown(context.WithoutCancel(ctx), term.FencingToken)
+	// acknowledge gives the term of l back once work has returned; it is
+	// sent even when ctx has ended, which is when a fast handover matters
+	// most.
+	acknowledge := func(l Leadership) {
+		_, upTo, err := c.acknowledge(context.WithoutCancel(ctx), l.FencingToken)
+		if err != nil && upTo > 0 {
+			if inDoubt.identity != l.Identity || inDoubt.token != l.FencingToken {
+				inDoubt = heardTerm{identity: l.Identity, token: l.FencingToken}
+			}
+			inDoubt.deadline = max(inDoubt.deadline, upTo)
+		}
 	}
 	// end cancels the running work, waits for it and acknowledges the term.
 	end := func() {
 		cancelWork()
 		<-returned
 		cancelWork = nil
-		acknowledge()
+		acknowledge(term)
 	}
 	sameTerm := func(a, b Leadership) bool {
 		return a.Identity == b.Identity && a.FencingToken == b.FencingToken
+	}
+	// voidable: a late acknowledgement in doubt could void l's promise.
+	voidable := func(l Leadership) bool {
+		return l.sidecarDeadline > 0 && l.Identity == inDoubt.identity &&
+			l.FencingToken == inDoubt.token && l.sidecarDeadline <= inDoubt.deadline
 	}
 	for {
 		select {
@@ -83,7 +107,7 @@ func (c *Client) RunWhileLeader(ctx context.Context, work func(ctx context.Conte
 		case err := <-returned:
 			cancelWork()
 			cancelWork = nil
-			acknowledge()
+			acknowledge(term)
 			if err != nil {
 				return err
 			}
@@ -95,9 +119,15 @@ func (c *Client) RunWhileLeader(ctx context.Context, work func(ctx context.Conte
 				end()
 			}
 			if !leading {
+				if s.err == nil && finished != nil && sameTerm(s.l, *finished) {
+					// Heartbeats promised this client more since the work
+					// returned; nothing acts on them.
+					acknowledge(*finished)
+				}
 				finished = nil
 			}
-			if leading && cancelWork == nil && (finished == nil || !sameTerm(s.l, *finished)) {
+			if leading && cancelWork == nil && (finished == nil || !sameTerm(s.l, *finished)) &&
+				!voidable(s.l) {
 				term, finished = s.l, nil
 				var tctx context.Context
 				tctx, cancelWork = context.WithCancel(ctx)

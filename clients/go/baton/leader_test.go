@@ -12,6 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/baton-sidecar/baton/clients/go/baton"
@@ -65,20 +67,48 @@ func (j *journal) all() []string {
 
 // steppingDownSidecar leads with token 5 and a deadline on CLOCK_BOOTTIME
 // until stepDown is closed, then says it is stepping down; it records who
-// asks and the acknowledgements it gets.
+// asks and the acknowledgements it gets. Each answer has a deadline of its
+// own, as if the sidecar renewed before each; with heartbeats set, its
+// watch streams repeat the state that often.
 type steppingDownSidecar struct {
 	batonv1.UnimplementedLeaderElectionServer
-	t        *testing.T
-	validFor time.Duration
-	stepDown chan struct{}
-	log      *journal
+	t          *testing.T
+	validFor   time.Duration
+	heartbeats time.Duration
+	stepDown   chan struct{}
+	log        *journal
+
+	mu        sync.Mutex
+	deadlines []time.Duration // of the leader answers given, in order
+	acked     []time.Duration // the deadline each acknowledgement named (-1: none)
 }
 
 func (s *steppingDownSidecar) leader() *batonv1.Leadership {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	deadline := boottime(s.t) + s.validFor
+	if n := len(s.deadlines); n > 0 && deadline <= s.deadlines[n-1] {
+		deadline = s.deadlines[n-1] + 1
+	}
+	s.deadlines = append(s.deadlines, deadline)
 	return &batonv1.Leadership{IsLeader: true, Identity: "me", HolderIdentity: "me",
 		FencingToken: 5, FencingRevision: 4711, Observed: true,
 		ValidFor:           durationpb.New(s.validFor),
-		ValidUntilBoottime: durationpb.New(boottime(s.t) + s.validFor)}
+		ValidUntilBoottime: durationpb.New(deadline)}
+}
+
+// lastDeadline is the deadline of the last leader answer given.
+func (s *steppingDownSidecar) lastDeadline() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.deadlines[len(s.deadlines)-1]
+}
+
+// acks are the deadlines the acknowledgements named.
+func (s *steppingDownSidecar) acks() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.acked...)
 }
 
 func (s *steppingDownSidecar) GetLeadership(_ context.Context, r *batonv1.GetLeadershipRequest) (*batonv1.Leadership, error) {
@@ -91,10 +121,26 @@ func (s *steppingDownSidecar) WatchLeadership(r *batonv1.WatchLeadershipRequest,
 	if err := stream.Send(&batonv1.WatchLeadershipResponse{Leadership: s.leader()}); err != nil {
 		return err
 	}
-	select {
-	case <-s.stepDown:
-	case <-stream.Context().Done():
-		return nil
+	var tick <-chan time.Time
+	if s.heartbeats > 0 {
+		ticker := time.NewTicker(s.heartbeats)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+wait:
+	for {
+		select {
+		case <-s.stepDown:
+			break wait
+		case <-stream.Context().Done():
+			return nil
+		case <-tick:
+			err := stream.Send(&batonv1.WatchLeadershipResponse{
+				Event: batonv1.WatchLeadershipResponse_EVENT_HEARTBEAT, Leadership: s.leader()})
+			if err != nil {
+				return err
+			}
+		}
 	}
 	s.log.add("stepping down")
 	err := stream.Send(&batonv1.WatchLeadershipResponse{Leadership: &batonv1.Leadership{
@@ -107,6 +153,13 @@ func (s *steppingDownSidecar) WatchLeadership(r *batonv1.WatchLeadershipRequest,
 }
 
 func (s *steppingDownSidecar) AcknowledgeStepDown(_ context.Context, r *batonv1.AcknowledgeStepDownRequest) (*batonv1.AcknowledgeStepDownResponse, error) {
+	s.mu.Lock()
+	if r.ValidUntilBoottime != nil {
+		s.acked = append(s.acked, r.GetValidUntilBoottime().AsDuration())
+	} else {
+		s.acked = append(s.acked, -1)
+	}
+	s.mu.Unlock()
 	s.log.add(fmt.Sprintf("ack %s %d", r.GetClientId(), r.GetFencingToken()))
 	return &batonv1.AcknowledgeStepDownResponse{Acknowledged: true}, nil
 }
@@ -157,6 +210,145 @@ func TestRunWhileLeaderCancelsWaitsThenAcknowledgesOnSteppingDown(t *testing.T) 
 	want := []string{"watch app-1", "work started", "stepping down", "work cancelled", "work returned", "ack app-1 5"}
 	if got := log.all(); len(got) != len(want) || got[3] != want[3] || got[4] != want[4] || got[5] != want[5] {
 		t.Errorf("events %v; want %v", got, want)
+	}
+}
+
+func TestRunWhileLeaderAcknowledgesUpToTheLastDeadlineItReceived(t *testing.T) {
+	log := newJournal()
+	fake := &steppingDownSidecar{t: t, validFor: 10 * time.Second, heartbeats: 20 * time.Millisecond,
+		stepDown: make(chan struct{}), log: log}
+	c, err := baton.New(baton.WithAddr(serve(t, fake)), baton.WithClientID("app-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	stop := startRunWhileLeader(t, c, log)
+	log.await(t, "work started")
+	time.Sleep(100 * time.Millisecond) // heartbeats, each a later promise
+	close(fake.stepDown)
+	log.await(t, "ack app-1 5")
+	stop()
+	// Heartbeats stop before the stepping-down message, so the last one
+	// given is the last one the client received before it acknowledged.
+	if acks, last := fake.acks(), fake.lastDeadline(); len(acks) != 1 || acks[0] != last {
+		t.Errorf("acknowledgements named %v; want just the deadline of the last answer, %v (of %d)",
+			acks, last, len(fake.deadlines))
+	}
+	if len(fake.deadlines) < 3 {
+		t.Errorf("only %d answers given; want heartbeats too", len(fake.deadlines))
+	}
+}
+
+func TestAcknowledgeStepDownNamesTheLatestDeadlineThisClientReceived(t *testing.T) {
+	log := newJournal()
+	fake := &steppingDownSidecar{t: t, validFor: 10 * time.Second, stepDown: make(chan struct{}), log: log}
+	addr := serve(t, fake)
+	c, err := baton.New(baton.WithAddr(addr), baton.WithClientID("shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for range 2 {
+		if _, err := c.Leadership(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := fake.lastDeadline()
+	// Another process with the same client ID is answered later: this
+	// Client's acknowledgement must not cover that.
+	other, _ := baton.New(baton.WithAddr(addr), baton.WithClientID("shared"))
+	defer other.Close()
+	if _, err := other.Leadership(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AcknowledgeStepDown(context.Background(), 5); err != nil {
+		t.Fatal(err)
+	}
+	// Of a term it was never answered in, it names nothing (zero).
+	if _, err := c.AcknowledgeStepDown(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	if acks := fake.acks(); len(acks) != 2 || acks[0] != mine || acks[1] != 0 {
+		t.Errorf("acknowledgements named %v; want [%v 0]", acks, mine)
+	}
+}
+
+// scriptedSidecar streams the leader answers sent on its script, and fails
+// every acknowledgement after recording it (a call that timed out on the
+// client, which the sidecar may still process later).
+type scriptedSidecar struct {
+	batonv1.UnimplementedLeaderElectionServer
+	script chan *batonv1.Leadership
+	log    *journal
+}
+
+func (s *scriptedSidecar) WatchLeadership(_ *batonv1.WatchLeadershipRequest, stream grpc.ServerStreamingServer[batonv1.WatchLeadershipResponse]) error {
+	for {
+		select {
+		case m := <-s.script:
+			if err := stream.Send(&batonv1.WatchLeadershipResponse{Leadership: m}); err != nil {
+				return err
+			}
+		case <-stream.Context().Done():
+			return nil
+		}
+	}
+}
+
+func (s *scriptedSidecar) AcknowledgeStepDown(_ context.Context, r *batonv1.AcknowledgeStepDownRequest) (*batonv1.AcknowledgeStepDownResponse, error) {
+	s.log.add(fmt.Sprintf("ack %v", r.GetValidUntilBoottime().AsDuration()))
+	return nil, status.Error(codes.Unavailable, "paused")
+}
+
+func TestRunWhileLeaderStartsNoWorkOnAnAnswerALateAcknowledgementWouldVoid(t *testing.T) {
+	log := newJournal()
+	fake := &scriptedSidecar{script: make(chan *batonv1.Leadership), log: log}
+	c, err := baton.New(baton.WithAddr(serve(t, fake)), baton.WithHeartbeatInterval(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	first := boottime(t) + 10*time.Second
+	answer := func(leader bool, deadline time.Duration) *batonv1.Leadership {
+		m := &batonv1.Leadership{IsLeader: leader, Identity: "me", HolderIdentity: "me",
+			FencingToken: 5, Observed: true}
+		if leader {
+			m.ValidFor = durationpb.New(deadline - boottime(t))
+			m.ValidUntilBoottime = durationpb.New(deadline)
+		}
+		return m
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- c.RunWhileLeader(ctx, func(ctx context.Context, l baton.Leadership) error {
+			log.add(fmt.Sprintf("work on %v", l.ValidUntilBoottime))
+			return nil // done for now: the term is acknowledged
+		})
+	}()
+	fake.script <- answer(true, first)
+	log.await(t, fmt.Sprintf("work on %v", first))
+	log.await(t, fmt.Sprintf("ack %v", first)) // fails: it may still land
+	// A blip (not leader), then leader again on an answer given between the
+	// same two renews: the acknowledgement in doubt would void its promise.
+	fake.script <- answer(false, 0)
+	fake.script <- answer(true, first)
+	// After the next renew a later answer is safe to work on.
+	second := first + 2*time.Second
+	fake.script <- answer(true, second)
+	log.await(t, fmt.Sprintf("work on %v", second))
+	cancel()
+	<-done
+	runs := 0
+	for _, e := range log.all() {
+		if e == fmt.Sprintf("work on %v", first) {
+			runs++
+		}
+	}
+	if runs != 1 {
+		t.Errorf("work ran %d times on the first deadline; want once, not again on the voidable answer: %v",
+			runs, log.all())
 	}
 }
 

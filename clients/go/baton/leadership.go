@@ -57,6 +57,11 @@ type Leadership struct {
 	Observed bool
 	// SteppingDown: the sidecar is shutting down or resigning.
 	SteppingDown bool
+
+	// sidecarDeadline is the valid_until_boottime the sidecar sent with a
+	// leader answer, as it sent it (zero if none): what an acknowledgement
+	// names, never a local estimate.
+	sidecarDeadline time.Duration
 }
 
 // Remaining is how much guaranteed leadership is left now, on
@@ -106,6 +111,7 @@ func (l Leadership) key() key {
 // expired is l after its guarantee ran out without news from the sidecar.
 func (l Leadership) expired() Leadership {
 	l.IsLeader, l.ValidFor, l.ValidUntilBoottime, l.ValidUntil = false, 0, 0, time.Time{}
+	l.sidecarDeadline = 0
 	return l
 }
 
@@ -136,9 +142,11 @@ func fromProto(m *batonv1.Leadership, since time.Duration) Leadership {
 	if l.IsLeader && m.ValidFor != nil {
 		l.ValidFor = m.ValidFor.AsDuration()
 		l.ValidUntilBoottime = since + l.ValidFor
-		if d := m.GetValidUntilBoottime().AsDuration(); d > 0 && sharesSidecarClock {
+		d := m.GetValidUntilBoottime().AsDuration()
+		if d > 0 && sharesSidecarClock {
 			l.ValidUntilBoottime = d
 		}
+		l.sidecarDeadline = max(d, 0)
 		l.ValidUntil = time.Now().Add(l.ValidUntilBoottime - boottime())
 	}
 	return l

@@ -40,10 +40,16 @@ import (
 // serves another Lease than WithLease's) and reconnects with exponential
 // backoff; the first state after a reconnect is always yielded.
 func (c *Client) Watch(ctx context.Context) iter.Seq2[Leadership, error] {
+	return c.watch(ctx, false)
+}
+
+// watch is Watch; with every, it also yields each message that is not news
+// (heartbeats), with its fresh deadline.
+func (c *Client) watch(ctx context.Context, every bool) iter.Seq2[Leadership, error] {
 	return func(yield func(Leadership, error) bool) {
 		delay := c.opts.minBackoff
 		for {
-			connected, err, stop := c.watchStream(ctx, yield)
+			connected, err, stop := c.watchStream(ctx, every, yield)
 			if stop || ctx.Err() != nil {
 				return
 			}
@@ -76,8 +82,8 @@ type received struct {
 
 // watchStream runs one WatchLeadership stream until it fails (err), ctx
 // ends or yield asks to stop (stop). connected reports whether any message
-// arrived.
-func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) bool) (connected bool, err error, stop bool) {
+// arrived. every: yield every message, not only news.
+func (c *Client) watchStream(ctx context.Context, every bool, yield func(Leadership, error) bool) (connected bool, err error, stop bool) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.api.WatchLeadership(sctx, &batonv1.WatchLeadershipRequest{
@@ -142,7 +148,7 @@ func (c *Client) watchStream(ctx context.Context, yield func(Leadership, error) 
 			if r.l.IsLeader {
 				expiry.Reset(min(r.l.Remaining(), clockRecheck))
 			}
-			news := !connected || r.l.key() != last.key()
+			news := every || !connected || r.l.key() != last.key()
 			connected, last = true, r.l
 			if news && !yield(r.l, nil) {
 				return connected, nil, true

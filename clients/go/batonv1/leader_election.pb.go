@@ -563,13 +563,31 @@ func (x *ResignResponse) GetLeadership() *Leadership {
 
 type AcknowledgeStepDownRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The client_id the promises were given to (required).
+	// The client_id the promises were given to (required). A client_id is one
+	// reader however many processes use it: an acknowledgement from any of
+	// them speaks for all, up to the deadline it names.
 	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	// The term being acknowledged: the fencing_token of the answers given.
 	// An acknowledgement for any other term is ignored.
-	FencingToken  int32 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	FencingToken int32 `protobuf:"varint,2,opt,name=fencing_token,json=fencingToken,proto3" json:"fencing_token,omitempty"`
+	// The valid_until_boottime of the last leader answer the client acted on
+	// (of this term). Set it: the acknowledgement then voids only the
+	// client's promises of the term that end by this deadline. A promise
+	// handed out after that answer ends later (the sidecar renewed in
+	// between) and stays outstanding, so an acknowledgement that arrives
+	// late (retried after a timeout, after the term resumed, or sent by
+	// another process using the same client_id) cannot void a promise given
+	// after the work it speaks of. Answers between two renews share one
+	// deadline, so one of them given after the acknowledged work is covered
+	// too: a client whose acknowledgement may still arrive (its call failed)
+	// should start new leader work in that term only on an answer that ends
+	// later than the deadline it named.
+	// Unset (clients older than this field): every promise of the term given
+	// to client_id so far is void, whenever the acknowledgement arrives, even
+	// one that a process is acting on right now.
+	ValidUntilBoottime *durationpb.Duration `protobuf:"bytes,3,opt,name=valid_until_boottime,json=validUntilBoottime,proto3" json:"valid_until_boottime,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AcknowledgeStepDownRequest) Reset() {
@@ -616,10 +634,20 @@ func (x *AcknowledgeStepDownRequest) GetFencingToken() int32 {
 	return 0
 }
 
+func (x *AcknowledgeStepDownRequest) GetValidUntilBoottime() *durationpb.Duration {
+	if x != nil {
+		return x.ValidUntilBoottime
+	}
+	return nil
+}
+
 type AcknowledgeStepDownResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// True if this sidecar had given this client promises for that term that
-	// were still outstanding; they are void now.
+	// True if this acknowledgement settled the client for that term: it had
+	// promises still outstanding, none ending after the deadline named, and
+	// they are void now. False if it had none outstanding, or if it holds a
+	// promise that ends later than the deadline named (that one stays
+	// outstanding: acknowledge again once done with it).
 	Acknowledged  bool `protobuf:"varint,1,opt,name=acknowledged,proto3" json:"acknowledged,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -708,10 +736,11 @@ const file_baton_v1_leader_election_proto_rawDesc = "" +
 	"was_leader\x18\x01 \x01(\bR\twasLeader\x124\n" +
 	"\n" +
 	"leadership\x18\x02 \x01(\v2\x14.baton.v1.LeadershipR\n" +
-	"leadership\"^\n" +
+	"leadership\"\xab\x01\n" +
 	"\x1aAcknowledgeStepDownRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12#\n" +
-	"\rfencing_token\x18\x02 \x01(\x05R\ffencingToken\"A\n" +
+	"\rfencing_token\x18\x02 \x01(\x05R\ffencingToken\x12K\n" +
+	"\x14valid_until_boottime\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x12validUntilBoottime\"A\n" +
 	"\x1bAcknowledgeStepDownResponse\x12\"\n" +
 	"\facknowledged\x18\x01 \x01(\bR\facknowledged2\xd2\x02\n" +
 	"\x0eLeaderElection\x12E\n" +
@@ -757,19 +786,20 @@ var file_baton_v1_leader_election_proto_depIdxs = []int32{
 	0,  // 6: baton.v1.WatchLeadershipResponse.event:type_name -> baton.v1.WatchLeadershipResponse.Event
 	1,  // 7: baton.v1.WatchLeadershipResponse.leadership:type_name -> baton.v1.Leadership
 	1,  // 8: baton.v1.ResignResponse.leadership:type_name -> baton.v1.Leadership
-	2,  // 9: baton.v1.LeaderElection.GetLeadership:input_type -> baton.v1.GetLeadershipRequest
-	3,  // 10: baton.v1.LeaderElection.WatchLeadership:input_type -> baton.v1.WatchLeadershipRequest
-	5,  // 11: baton.v1.LeaderElection.Resign:input_type -> baton.v1.ResignRequest
-	7,  // 12: baton.v1.LeaderElection.AcknowledgeStepDown:input_type -> baton.v1.AcknowledgeStepDownRequest
-	1,  // 13: baton.v1.LeaderElection.GetLeadership:output_type -> baton.v1.Leadership
-	4,  // 14: baton.v1.LeaderElection.WatchLeadership:output_type -> baton.v1.WatchLeadershipResponse
-	6,  // 15: baton.v1.LeaderElection.Resign:output_type -> baton.v1.ResignResponse
-	8,  // 16: baton.v1.LeaderElection.AcknowledgeStepDown:output_type -> baton.v1.AcknowledgeStepDownResponse
-	13, // [13:17] is the sub-list for method output_type
-	9,  // [9:13] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	10, // 9: baton.v1.AcknowledgeStepDownRequest.valid_until_boottime:type_name -> google.protobuf.Duration
+	2,  // 10: baton.v1.LeaderElection.GetLeadership:input_type -> baton.v1.GetLeadershipRequest
+	3,  // 11: baton.v1.LeaderElection.WatchLeadership:input_type -> baton.v1.WatchLeadershipRequest
+	5,  // 12: baton.v1.LeaderElection.Resign:input_type -> baton.v1.ResignRequest
+	7,  // 13: baton.v1.LeaderElection.AcknowledgeStepDown:input_type -> baton.v1.AcknowledgeStepDownRequest
+	1,  // 14: baton.v1.LeaderElection.GetLeadership:output_type -> baton.v1.Leadership
+	4,  // 15: baton.v1.LeaderElection.WatchLeadership:output_type -> baton.v1.WatchLeadershipResponse
+	6,  // 16: baton.v1.LeaderElection.Resign:output_type -> baton.v1.ResignResponse
+	8,  // 17: baton.v1.LeaderElection.AcknowledgeStepDown:output_type -> baton.v1.AcknowledgeStepDownResponse
+	14, // [14:18] is the sub-list for method output_type
+	10, // [10:14] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_baton_v1_leader_election_proto_init() }

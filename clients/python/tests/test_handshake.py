@@ -65,9 +65,12 @@ class FakeSidecar(pb_grpc.LeaderElectionServicer):
         self.delay = delay
         self.deadline = deadline
         self.step_down = threading.Event()
+        self.given = []  # the deadlines of the leader answers, in ns
+        self.acked = []  # the deadline each acknowledgement named, in ns (None: none)
 
     def _answer(self):
         msg = leader_msg(self.valid_for, self.deadline)
+        self.given.append(msg.valid_until_boottime.ToNanoseconds())
         time.sleep(self.delay)
         return msg
 
@@ -89,6 +92,8 @@ class FakeSidecar(pb_grpc.LeaderElectionServicer):
             time.sleep(0.05)
 
     def AcknowledgeStepDown(self, request, context):
+        self.acked.append(request.valid_until_boottime.ToNanoseconds()
+                          if request.HasField("valid_until_boottime") else None)
         self.journal.add(f"ack {request.client_id} {request.fencing_token}")
         return pb.AcknowledgeStepDownResponse(acknowledged=True)
 
@@ -176,6 +181,63 @@ def test_every_question_carries_the_client_id(sidecar):
     with pytest.raises(ValueError, match="client_id"):
         Client(addr, client_id="has space")
     assert Client(addr, client_id="app-1.a_b").client_id == "app-1.a_b"
+
+
+def test_an_answer_keeps_the_sidecars_deadline_to_the_nanosecond():
+    js = from_json({"isLeader": True, "validFor": "1s",
+                    "validUntilBoottime": "1234567.123456789s"}, since=0.0)
+    assert js.valid_until_boottime_ns == 1234567123456789
+    assert from_json({"isLeader": True, "validFor": "1s", "validUntilBoottime": "7s"},
+                     since=0.0).valid_until_boottime_ns == 7 * 10**9
+    assert from_json({"isLeader": False, "validUntilBoottime": "0s"},
+                     since=0.0).valid_until_boottime_ns == 0
+    msg = leader_msg(valid_for=1.0)
+    msg.valid_until_boottime.seconds, msg.valid_until_boottime.nanos = 1234567, 123456789
+    assert from_proto(msg, since=0.0).valid_until_boottime_ns == 1234567123456789
+    assert from_proto(msg, since=0.0)._expired().valid_until_boottime_ns == 0
+
+
+def test_acknowledgements_name_the_latest_deadline_this_client_received(sidecar):
+    fake, addr = sidecar()
+    with Client(addr, client_id="shared") as c, Client(addr, client_id="shared") as other:
+        c.leadership()
+        c.leadership()
+        mine = fake.given[-1]
+        # Another process with the same client_id is answered later; this
+        # client's acknowledgement does not cover that answer.
+        other.leadership()
+        assert fake.given[-1] > mine
+        c.acknowledge_step_down(5)
+        # A term it was never answered in: it names nothing.
+        c.acknowledge_step_down(4)
+        # Or the deadline it is given.
+        c.acknowledge_step_down(5, valid_until_boottime_ns=42)
+    assert fake.acked == [mine, 0, 42]
+
+
+def test_async_acknowledgements_name_the_latest_deadline_received(sidecar):
+    fake, addr = sidecar()
+
+    async def scenario():
+        async with AsyncClient(addr, client_id="aio-ack") as c:
+            await c.leadership()
+            await c.acknowledge_step_down(5)
+
+    asyncio.run(scenario())
+    assert fake.acked == [fake.given[-1]]
+
+
+def test_run_while_leader_acknowledges_up_to_the_last_answer_it_received(sidecar):
+    fake, addr = sidecar()
+    stop = threading.Event()
+    with Client(addr, client_id="sync-0") as c:
+        runner = run_in_thread(c.run_while_leader, recording_work(fake.journal), stop=stop)
+        fake.journal.wait_for("work started")
+        fake.step_down.set()
+        fake.journal.wait_for("ack sync-0 5")
+        stop.set()
+        runner.join(5)
+    assert fake.acked == [fake.given[-1]]
 
 
 def assert_cancelled_returned_acked(events, client_id):
@@ -318,14 +380,17 @@ class FakeHttpSidecar(http.server.BaseHTTPRequestHandler):
             self.journal.add("stepping down")
             return self._json({"isLeader": False, "identity": "me", "fencingToken": 5,
                                "observed": True, "steppingDown": True})
+        deadline = f"{boottime() + 10:.9f}s"
+        self.given.append(deadline)
         self._json({"isLeader": True, "identity": "me", "holderIdentity": "me",
                     "fencingToken": 5, "fencingRevision": "4711", "observed": True,
-                    "validFor": "10s", "validUntilBoottime": f"{boottime() + 10:.9f}s"})
+                    "validFor": "10s", "validUntilBoottime": deadline})
 
     def do_POST(self):
         url = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(url.query)
         assert url.path == "/leader/ack"
+        self.acked.append(q.get("valid_until_boottime", [None])[0])
         self.journal.add(f"ack {q['client_id'][0]} {q['fencing_token'][0]}")
         self._json({"acknowledged": True})
 
@@ -336,7 +401,7 @@ class FakeHttpSidecar(http.server.BaseHTTPRequestHandler):
 def test_http_run_while_leader_sends_the_client_id_and_acknowledges():
     journal = Journal()
     handler = type("Handler", (FakeHttpSidecar,),
-                   {"journal": journal, "step_down": threading.Event()})
+                   {"journal": journal, "step_down": threading.Event(), "given": [], "acked": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     run_in_thread(server.serve_forever)
     try:
@@ -350,6 +415,9 @@ def test_http_run_while_leader_sends_the_client_id_and_acknowledges():
         handler.step_down.set()
         journal.wait_for("ack http-1 5")
         assert_cancelled_returned_acked(journal.events, "http-1")
+        # It names the deadline of the last leader answer it polled, as the
+        # sidecar printed it.
+        assert handler.acked == [handler.given[-1]]
         stop.set()
         runner.join(5)
         assert not runner.is_alive()

@@ -1,7 +1,7 @@
 //! [`Client`] and its [`ClientBuilder`]: the unary questions to the sidecar.
 
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tonic::transport::{Channel, Endpoint};
@@ -72,6 +72,17 @@ pub(crate) struct Options {
     pub(crate) min_backoff: Duration,
     pub(crate) max_backoff: Duration,
     lease: Option<LeaseRef>,
+    /// The latest deadline among the leader answers this client (and its
+    /// clones) received in the latest term it heard of: what an
+    /// acknowledgement of that term names.
+    heard: Mutex<Heard>,
+}
+
+#[derive(Debug, Default)]
+struct Heard {
+    identity: String,
+    fencing_token: i32,
+    deadline: Duration,
 }
 
 /// Configures a [`Client`]; every setting has a default.
@@ -195,6 +206,7 @@ impl ClientBuilder {
                 min_backoff: self.min_backoff,
                 max_backoff: self.max_backoff,
                 lease: expected_lease(self.lease)?,
+                heard: Mutex::default(),
             }),
         })
     }
@@ -245,6 +257,7 @@ impl Client {
         let m = self.call(api.get_leadership(request)).await?;
         let l = Leadership::from_proto(m, since);
         self.check_lease(&l)?;
+        self.note(&l);
         Ok(l)
     }
 
@@ -293,10 +306,16 @@ impl Client {
 
     /// Tells the sidecar that this application has stopped acting on the
     /// leadership of the term with fencing token `token` (its leader work
-    /// was cancelled and has ended). The promises the sidecar gave this
-    /// client for that term are void from then on, so a sidecar that is
-    /// stepping down (shutdown or resign) releases the Lease without waiting
-    /// for them to run out. Returns whether any were outstanding.
+    /// was cancelled and has ended), up to the latest deadline
+    /// ([`Leadership::sidecar_deadline`]) among the leader answers of that
+    /// term this client and its clones have received so far (zero, naming
+    /// nothing, if none). The promises the sidecar gave this client id up to
+    /// that deadline are void from then on, so a sidecar that is stepping
+    /// down (shutdown or resign) releases the Lease without waiting for them
+    /// to run out. A promise given later (the sidecar renewed in between)
+    /// stays outstanding however late the acknowledgement arrives, and so
+    /// does one given to another process using the same client id. Returns
+    /// whether that settled this client id's promises of the term.
     ///
     /// Call it only once nothing in this process acts on this client's
     /// answers for that term any more;
@@ -304,10 +323,26 @@ impl Client {
     /// application that never acknowledges still gets a safe handover, only
     /// a slower one: the sidecar then waits until its last promise lapses.
     pub async fn acknowledge_step_down(&self, token: i32) -> Result<bool, Error> {
+        let deadline = self.heard_up_to(token);
+        self.acknowledge_step_down_up_to(token, deadline).await
+    }
+
+    /// [`acknowledge_step_down`](Self::acknowledge_step_down) naming the
+    /// deadline `deadline` (that of the last answer acted on:
+    /// [`Leadership::sidecar_deadline`]).
+    pub async fn acknowledge_step_down_up_to(
+        &self,
+        token: i32,
+        deadline: Duration,
+    ) -> Result<bool, Error> {
         let mut api = self.api();
         let request = AcknowledgeStepDownRequest {
             client_id: self.opts.client_id.clone(),
             fencing_token: token,
+            valid_until_boottime: Some(prost_types::Duration {
+                seconds: i64::try_from(deadline.as_secs()).unwrap_or(i64::MAX),
+                nanos: i32::try_from(deadline.subsec_nanos()).unwrap_or_default(),
+            }),
         };
         let r = self.call(api.acknowledge_step_down(request)).await?;
         Ok(r.acknowledged)
@@ -335,6 +370,33 @@ impl Client {
     /// [`ClientBuilder::lease`]).
     pub fn expected_lease(&self) -> Option<&LeaseRef> {
         self.opts.lease.as_ref()
+    }
+
+    /// Records the deadline of `l` if it is a leader answer with one.
+    pub(crate) fn note(&self, l: &Leadership) {
+        if !l.is_leader || l.sidecar_deadline.is_zero() {
+            return;
+        }
+        let mut heard = self.opts.heard.lock().unwrap_or_else(|e| e.into_inner());
+        if heard.identity != l.identity || heard.fencing_token != l.fencing_token {
+            *heard = Heard {
+                identity: l.identity.clone(),
+                fencing_token: l.fencing_token,
+                deadline: l.sidecar_deadline,
+            };
+            return;
+        }
+        heard.deadline = heard.deadline.max(l.sidecar_deadline);
+    }
+
+    /// The latest deadline heard in term `token`; zero if none.
+    pub(crate) fn heard_up_to(&self, token: i32) -> Duration {
+        let heard = self.opts.heard.lock().unwrap_or_else(|e| e.into_inner());
+        if heard.fencing_token == token {
+            heard.deadline
+        } else {
+            Duration::ZERO
+        }
     }
 
     /// Refuses an answer about another Lease than the expected one.

@@ -57,6 +57,12 @@ pub struct Leadership {
     /// was sent (unary calls) or the message arrived (watch). Zero when not
     /// leader. See [`remaining`](Self::remaining).
     pub valid_until_boottime: Duration,
+    /// The `validUntilBoottime` of a leader answer exactly as the sidecar
+    /// sent it (zero if it sent none): the deadline an acknowledgement of
+    /// this answer names (see
+    /// [`Client::acknowledge_step_down`](crate::Client::acknowledge_step_down)),
+    /// never a local estimate.
+    pub sidecar_deadline: Duration,
     /// The Lease's leaseDurationSeconds, if known.
     pub lease_duration: Option<Duration>,
     /// The sidecar has read the Lease (or its absence) at least once.
@@ -218,6 +224,7 @@ impl Leadership {
     ) -> Self {
         if is_leader {
             self.valid_for = valid_for;
+            self.sidecar_deadline = deadline;
             self.valid_until_boottime = if deadline > Duration::ZERO && SHARES_SIDECAR_CLOCK {
                 deadline
             } else {
@@ -234,6 +241,7 @@ impl Leadership {
             is_leader: false,
             valid_for: Duration::ZERO,
             valid_until_boottime: Duration::ZERO,
+            sidecar_deadline: Duration::ZERO,
             ..self.clone()
         }
     }

@@ -202,11 +202,12 @@ impl WatchState {
     /// not; an answer about another Lease fails the stream.
     fn received(&mut self, m: WatchLeadershipResponse) -> Result<Option<Leadership>, Error> {
         let mut l = Leadership::from_proto(m.leadership.unwrap_or_default(), boottime());
-        if l.is_leader && l.remaining().is_zero() {
-            l = l.expired(); // it lapsed on the way: never yield it as leader
-        }
         if let Err(e) = self.client.check_lease(&l) {
             return self.fail(e).map(Some);
+        }
+        self.client.note(&l);
+        if l.is_leader && l.remaining().is_zero() {
+            l = l.expired(); // it lapsed on the way: never yield it as leader
         }
         self.backoff.reset();
         self.stall_at = Instant::now() + self.stall_timeout();
@@ -280,6 +281,31 @@ mod tests {
 
     fn state(builder: crate::ClientBuilder) -> WatchState {
         WatchState::new(builder.addr("127.0.0.1:1").build().unwrap())
+    }
+
+    #[tokio::test]
+    async fn notes_the_latest_deadline_received_for_acknowledgements() {
+        let mut w = state(Client::builder());
+        let later = message(true, 7, Duration::from_secs(6));
+        let sent = later
+            .leadership
+            .as_ref()
+            .unwrap()
+            .valid_until_boottime
+            .unwrap();
+        let sent = Duration::new(sent.seconds as u64, sent.nanos as u32);
+        w.received(message(true, 7, Duration::from_secs(5)))
+            .unwrap();
+        w.received(later).unwrap();
+        // An earlier deadline after a later one (another process's) changes nothing.
+        w.received(message(true, 7, Duration::from_secs(1)))
+            .unwrap();
+        assert_eq!(w.client.heard_up_to(7), sent);
+        assert_eq!(
+            w.client.heard_up_to(6),
+            Duration::ZERO,
+            "a term never answered in"
+        );
     }
 
     #[tokio::test]

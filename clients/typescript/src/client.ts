@@ -8,6 +8,7 @@ import * as protoLoader from "@grpc/proto-loader";
 import { clientIdOrRandom, DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolveAddr } from "./address.js";
 import { boottimeMs } from "./clock.js";
 import {
+  type AcknowledgeOptions,
   type CallOptions,
   DEFAULT_MAX_BACKOFF_MS,
   DEFAULT_MIN_BACKOFF_MS,
@@ -159,9 +160,11 @@ export class Client extends Elector {
     return r.wasLeader;
   }
 
-  async acknowledgeStepDown(token: number, options: CallOptions = {}): Promise<boolean> {
+  async acknowledgeStepDown(token: number, options: AcknowledgeOptions = {}): Promise<boolean> {
+    const upTo = this.acknowledgedUpTo(token, options);
+    const validUntilBoottime = { seconds: String(upTo / 1_000_000_000n), nanos: Number(upTo % 1_000_000_000n) };
     const r = await this.unary<AcknowledgeStepDownResponse__Output>(options.signal, (o, cb) =>
-      this.stub.AcknowledgeStepDown({ clientId: this.clientId, fencingToken: token }, o, cb),
+      this.stub.AcknowledgeStepDown({ clientId: this.clientId, fencingToken: token, validUntilBoottime }, o, cb),
     );
     return r.acknowledged;
   }

@@ -14,6 +14,15 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
 }
 
+/** Options of acknowledgeStepDown. */
+export interface AcknowledgeOptions extends CallOptions {
+  /**
+   * The deadline to name: the validUntilBoottimeNs of the last leader answer
+   * acted on. Default: the latest this client object received in the term.
+   */
+  validUntilBoottimeNs?: bigint | undefined;
+}
+
 /** Options both clients share. */
 export interface ElectorOptions {
   /**
@@ -120,6 +129,11 @@ export abstract class Elector {
   private readonly expectLease: Partial<LeaseRef> | undefined;
   /** Aborted by close(): watches end, and with them waitUntilLeader and runWhileLeader. */
   private readonly closing = new AbortController();
+  /**
+   * The latest deadline among the leader answers received in the latest
+   * term heard of: what an acknowledgement of that term names.
+   */
+  private heard = { identity: "", fencingToken: 0, deadlineNs: 0n };
 
   protected constructor(o: ElectorOptions) {
     this.callTimeoutMs = o.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
@@ -145,14 +159,26 @@ export abstract class Elector {
   /**
    * Tells the sidecar that this application has stopped acting on the
    * leadership of the term with fencing token `token`: its leader work was
-   * cancelled and has ended. The promises the sidecar gave this client for
-   * that term are void from then on, so a sidecar that is stepping down need
-   * not wait for them to run out before it releases the Lease. Resolves to
-   * whether any were outstanding. runWhileLeader calls it for you; an
-   * application that never acknowledges still gets a safe handover, only a
-   * slower one (up to the sidecar's --renew-deadline).
+   * cancelled and has ended. It names a deadline (by default the latest
+   * validUntilBoottimeNs among the leader answers of that term this client
+   * object has received so far; 0n, naming nothing, if none), and the
+   * promises the sidecar gave this client up to it are void from then on,
+   * so a sidecar that is stepping down need not wait for them to run out
+   * before it releases the Lease. A promise given later (the sidecar renewed
+   * in between) stays outstanding however late the acknowledgement arrives,
+   * and so does one given to another process using the same clientId.
+   * Resolves to whether that settled this clientId's promises of the term.
+   * runWhileLeader calls it for you; an application that never acknowledges
+   * still gets a safe handover, only a slower one (up to the sidecar's
+   * --renew-deadline).
    */
-  abstract acknowledgeStepDown(token: number, options?: CallOptions): Promise<boolean>;
+  abstract acknowledgeStepDown(token: number, options?: AcknowledgeOptions): Promise<boolean>;
+
+  /** The deadline an acknowledgement of term `token` names (see acknowledgeStepDown). */
+  protected acknowledgedUpTo(token: number, options: AcknowledgeOptions): bigint {
+    if (options.validUntilBoottimeNs !== undefined) return options.validUntilBoottimeNs;
+    return this.heard.fencingToken === token ? this.heard.deadlineNs : 0n;
+  }
 
   /**
    * Ends every watch of this client (and so waitUntilLeader and
@@ -172,6 +198,15 @@ export abstract class Elector {
         (want.namespace !== undefined && want.namespace !== l.leaseNamespace))
     ) {
       throw new WrongLeaseError(this.addr, want, { namespace: l.leaseNamespace, name: l.leaseName });
+    }
+    // Every answer this client takes in passes here: note its deadline.
+    if (l.isLeader && l.validUntilBoottimeNs > 0n) {
+      const h = this.heard;
+      if (h.identity !== l.identity || h.fencingToken !== l.fencingToken) {
+        this.heard = { identity: l.identity, fencingToken: l.fencingToken, deadlineNs: l.validUntilBoottimeNs };
+      } else if (l.validUntilBoottimeNs > h.deadlineNs) {
+        h.deadlineNs = l.validUntilBoottimeNs;
+      }
     }
     return l;
   }
@@ -411,7 +446,11 @@ export abstract class Elector {
           await end(running);
           running = undefined;
         }
-        if (!leading) finished = undefined;
+        if (!leading) {
+          // Answers after the work returned were promises too; nothing acts on them.
+          if (!s.error && finished && sameTerm(s, finished)) await acknowledge(finished);
+          finished = undefined;
+        }
         if (leading && !running && !(finished && sameTerm(s, finished))) {
           finished = undefined;
           const cancel = new AbortController();

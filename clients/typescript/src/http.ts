@@ -6,9 +6,9 @@
 
 import { clientIdOrRandom, DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolveAddr } from "./address.js";
 import { boottimeMs } from "./clock.js";
-import { type CallOptions, Elector, type ElectorOptions, type RawStream } from "./elector.js";
+import { type AcknowledgeOptions, type CallOptions, Elector, type ElectorOptions, type RawStream } from "./elector.js";
 import { BatonError, MalformedAnswerError, SidecarUnavailableError } from "./errors.js";
-import { type Leadership, leadershipFromJson } from "./leadership.js";
+import { formatDurationNs, type Leadership, leadershipFromJson } from "./leadership.js";
 import { SseParser } from "./sse.js";
 
 /** HTTP statuses that mean "no sidecar to answer" (shutting down, or at its stream limit): act as a follower, retry. */
@@ -137,11 +137,15 @@ export class HttpClient extends Elector {
     return jsonField(body, "wasLeader");
   }
 
-  async acknowledgeStepDown(token: number, options: CallOptions = {}): Promise<boolean> {
+  async acknowledgeStepDown(token: number, options: AcknowledgeOptions = {}): Promise<boolean> {
     const body = await this.request(
       "POST",
       "/leader/ack",
-      { client_id: this.clientId, fencing_token: String(token) },
+      {
+        client_id: this.clientId,
+        fencing_token: String(token),
+        valid_until_boottime: formatDurationNs(this.acknowledgedUpTo(token, options)),
+      },
       options.signal,
     );
     return jsonField(body, "acknowledged");

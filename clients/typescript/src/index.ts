@@ -6,6 +6,7 @@ export { DEFAULT_GRPC_ADDR, DEFAULT_HTTP_ADDR, ENV_GRPC_ADDR, ENV_HTTP_ADDR } fr
 export { Client, DEFAULT_HEARTBEAT_INTERVAL_MS, type ClientOptions } from "./client.js";
 export { boottimeMs, sharesSidecarClock } from "./clock.js";
 export {
+  type AcknowledgeOptions,
   type CallOptions,
   DEFAULT_CALL_TIMEOUT_MS,
   DEFAULT_MAX_BACKOFF_MS,

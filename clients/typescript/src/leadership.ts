@@ -22,6 +22,7 @@ export interface LeadershipFields {
   renewTime: Date | null;
   validForMs: number;
   validUntilBoottimeMs: number;
+  validUntilBoottimeNs: bigint;
   leaseDurationMs: number;
   observed: boolean;
   steppingDown: boolean;
@@ -66,6 +67,12 @@ export class Leadership implements LeadershipFields {
    * the request was sent (or a watch message arrived). 0 when not leader.
    */
   readonly validUntilBoottimeMs: number;
+  /**
+   * The validUntilBoottime of a leader answer exactly as the sidecar sent it,
+   * in nanoseconds (0n if it sent none): the deadline an acknowledgement of
+   * this answer names (acknowledgeStepDown), never a local estimate.
+   */
+  readonly validUntilBoottimeNs: bigint;
   /** The Lease's leaseDurationSeconds in ms; 0 when unknown. */
   readonly leaseDurationMs: number;
   /** The sidecar has read the Lease (or its absence) at least once. */
@@ -90,6 +97,7 @@ export class Leadership implements LeadershipFields {
     this.renewTime = f.renewTime ?? null;
     this.validForMs = this.isLeader ? (f.validForMs ?? 0) : 0;
     this.validUntilBoottimeMs = this.isLeader ? (f.validUntilBoottimeMs ?? 0) : 0;
+    this.validUntilBoottimeNs = this.isLeader ? (f.validUntilBoottimeNs ?? 0n) : 0n;
     this.leaseDurationMs = f.leaseDurationMs ?? 0;
     this.observed = f.observed ?? false;
     this.steppingDown = f.steppingDown ?? false;
@@ -206,6 +214,21 @@ function int64(obj: Json, name: string): bigint {
   return n;
 }
 
+/** A proto3 JSON duration in exact nanoseconds; 0n when absent or negative. */
+function durationNs(obj: Json, name: string): bigint {
+  const v = obj[name];
+  if (v === undefined || v === null) return 0n;
+  const m = typeof v === "string" ? DURATION.exec(v) : null;
+  if (!m) throw malformed(name, v);
+  if (m[1]) return 0n;
+  return BigInt(m[2]!) * 1_000_000_000n + BigInt((m[3] ?? "").padEnd(9, "0"));
+}
+
+/** Nanoseconds as a proto3 JSON duration ("12345.678901234s"), as POST /leader/ack takes it. */
+export function formatDurationNs(ns: bigint): string {
+  return `${ns / 1_000_000_000n}.${String(ns % 1_000_000_000n).padStart(9, "0")}s`;
+}
+
 function duration(obj: Json, name: string): number {
   const v = obj[name];
   if (v === undefined || v === null) return 0;
@@ -260,6 +283,7 @@ export function leadershipFromJson(text: string, sinceMs: number, sharesClock = 
     renewTime: time(o, "renewTime"),
     validForMs,
     validUntilBoottimeMs: deadline(validForMs, sidecarDeadlineMs, sinceMs, sharesClock),
+    validUntilBoottimeNs: durationNs(o, "validUntilBoottime"),
     leaseDurationMs: duration(o, "leaseDuration"),
     observed: field(o, "observed", "boolean", false),
     steppingDown: field(o, "steppingDown", "boolean", false),
@@ -277,6 +301,13 @@ interface ProtoTimestamp {
 
 function protoDurationMs(d: ProtoDuration | null): number {
   return d ? Number(d.seconds) * 1000 + d.nanos / 1e6 : 0;
+}
+
+/** A proto Duration in exact nanoseconds; 0n when absent or negative. */
+function protoDurationNs(d: ProtoDuration | null): bigint {
+  if (!d) return 0n;
+  const ns = BigInt(d.seconds) * 1_000_000_000n + BigInt(d.nanos);
+  return ns > 0n ? ns : 0n;
 }
 
 function protoTime(t: ProtoTimestamp | null): Date | null {
@@ -303,6 +334,7 @@ export function leadershipFromProto(
     renewTime: protoTime(m.renewTime),
     validForMs,
     validUntilBoottimeMs: deadline(validForMs, protoDurationMs(m.validUntilBoottime), sinceMs, sharesClock),
+    validUntilBoottimeNs: protoDurationNs(m.validUntilBoottime),
     leaseDurationMs: protoDurationMs(m.leaseDuration),
     observed: m.observed,
     steppingDown: m.steppingDown,

@@ -42,6 +42,8 @@ function event(state: Record<string, unknown>): string {
 export class FakeSidecar {
   state: Record<string, unknown> = leadershipJson({ isLeader: false });
   readonly acks: { clientId: string; token: number }[] = [];
+  /** The valid_until_boottime each acknowledgement named, as sent (null: none). */
+  readonly ackDeadlines: (string | null)[] = [];
   readonly watchClientIds: string[] = [];
   readonly watchHeartbeats: string[] = [];
   /** If set, GET /leader answers leader with this fresh validity (ms), as a sidecar that keeps renewing does. */
@@ -112,6 +114,7 @@ export class FakeSidecar {
       res.on("close", () => this.streams.delete(res));
     } else if (req.method === "POST" && url.pathname === "/leader/ack") {
       this.acks.push({ clientId, token: Number(url.searchParams.get("fencing_token")) });
+      this.ackDeadlines.push(url.searchParams.get("valid_until_boottime"));
       res.writeHead(200, { "content-type": "application/json" }).end('{"acknowledged":true}');
     } else {
       res.writeHead(404).end("no such route\n");

@@ -205,6 +205,25 @@ test("runWhileLeader cancels the work when the term ends, waits for it, then ack
   assert.equal(sidecar.openStreams, 0);
 });
 
+test("acknowledgements name the latest deadline this client received, exactly as the sidecar sent it", async () => {
+  const c = client({ clientId: "shared" });
+  sidecar.state = leadershipJson({ isLeader: true, token: 3, validForMs: 5_000 });
+  await c.leadership();
+  sidecar.state = leadershipJson({ isLeader: true, token: 3, validForMs: 6_000 });
+  const latest = (await c.leadership()).validUntilBoottimeNs;
+  const printed = sidecar.state.validUntilBoottime as string;
+  // Another process with the same client id is answered later; this
+  // client's acknowledgement does not cover that.
+  sidecar.state = leadershipJson({ isLeader: true, token: 3, validForMs: 9_000 });
+  await client({ clientId: "shared" }).leadership();
+  await c.acknowledgeStepDown(3);
+  // A term it was never answered in: it names nothing. Or the one it is given.
+  await c.acknowledgeStepDown(2);
+  await c.acknowledgeStepDown(3, { validUntilBoottimeNs: 42_000_000_001n });
+  assert.ok(latest > 0n);
+  assert.deepEqual(sidecar.ackDeadlines, [printed, "0.000000000s", "42.000000001s"]);
+});
+
 test("runWhileLeader rejects with the error of work that fails during its term, after acknowledging", async () => {
   sidecar.state = leadershipJson({ isLeader: true, token: 2, validForMs: 60_000 });
   const failure = new Error("disk full");

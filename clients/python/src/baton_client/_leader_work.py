@@ -103,6 +103,10 @@ def run_while_leader(watch: Callable[[threading.Event], Iterator[Leadership]],
             if running is not None and (not leading(state) or not same_term(state, running.term)):
                 end()
             if not leading(state):
+                if state.error is None and finished is not None and same_term(state, finished):
+                    # The watch promised this client more since the work
+                    # returned; nothing acts on it.
+                    give_back(finished)
                 finished = None
             elif running is None and (finished is None or not same_term(state, finished)):
                 seq += 1

@@ -7,14 +7,15 @@ import asyncio
 from typing import AsyncIterator, Awaitable, Callable, Optional
 
 import grpc
+from google.protobuf import duration_pb2
 
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
 from ._grpc_common import channel_options, translate, watch_request
 from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError
 from ._leader_work import leading, same_term
-from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, boottime, check_leader,
-                         client_id_or_random, from_proto)
+from .leadership import (Backoff, HeardDeadlines, Leadership, StreamStalled, WatchTracker,
+                         boottime, check_leader, client_id_or_random, from_proto)
 from .v1 import leader_election_pb2 as pb
 from .v1 import leader_election_pb2_grpc as pb_grpc
 
@@ -40,6 +41,7 @@ class AsyncClient:
         self._channel = grpc.aio.insecure_channel(
             self.addr, options=channel_options(min_backoff, max_backoff))
         self._stub = pb_grpc.LeaderElectionStub(self._channel)
+        self._heard = HeardDeadlines()
 
     async def close(self) -> None:
         """Closes the channel; calls and watches in flight fail."""
@@ -61,7 +63,7 @@ class AsyncClient:
                                                  timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
-        return check_lease(from_proto(msg, sent), self.lease, self.addr)
+        return self._heard.note(check_lease(from_proto(msg, sent), self.lease, self.addr))
 
     async def is_leader(self) -> bool:
         """Whether this pod leads right now (see Client.is_leader)."""
@@ -81,13 +83,19 @@ class AsyncClient:
             raise translate(self.addr, e) from e
         return resp.was_leader
 
-    async def acknowledge_step_down(self, fencing_token: int) -> bool:
+    async def acknowledge_step_down(self, fencing_token: int,
+                                    valid_until_boottime_ns: Optional[int] = None) -> bool:
         """This application has stopped acting on the term ``fencing_token``
-        (see Client.acknowledge_step_down)."""
+        up to a deadline (see Client.acknowledge_step_down: by default the
+        latest this client object received in that term)."""
+        up_to = (self._heard.up_to(fencing_token) if valid_until_boottime_ns is None
+                 else valid_until_boottime_ns)
         try:
             resp = await self._stub.AcknowledgeStepDown(
-                pb.AcknowledgeStepDownRequest(client_id=self.client_id,
-                                              fencing_token=fencing_token),
+                pb.AcknowledgeStepDownRequest(
+                    client_id=self.client_id, fencing_token=fencing_token,
+                    valid_until_boottime=duration_pb2.Duration(seconds=up_to // 10**9,
+                                                               nanos=up_to % 10**9)),
                 timeout=self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
@@ -148,6 +156,8 @@ class AsyncClient:
                     running, task = task, None
                     await end(running)
                 if not leading(state):
+                    if state.error is None and finished is not None and same_term(state, finished):
+                        await give_back()  # covers what the watch promised since
                     finished = None
                 elif task is None and (finished is None or not same_term(state, finished)):
                     term, finished = state, None
@@ -205,8 +215,8 @@ class AsyncClient:
                 if msg is grpc.aio.EOF:
                     raise SidecarUnavailableError(
                         self.addr, "the sidecar ended the stream (shutting down)", ENV_GRPC_ADDR)
-                news = tracker.received(check_lease(from_proto(msg.leadership, boottime()),
-                                                    self.lease, self.addr))
+                news = tracker.received(self._heard.note(check_lease(
+                    from_proto(msg.leadership, boottime()), self.lease, self.addr)))
                 if news is not None:
                     yield news
         finally:

@@ -8,15 +8,16 @@ import threading
 from typing import Iterator, Optional
 
 import grpc
+from google.protobuf import duration_pb2
 
 from . import _leader_work
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
 from ._grpc_common import channel_options, translate, watch_request
 from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError
-from .leadership import (Backoff, Leadership, StreamStalled, WatchTracker, boottime, check_leader,
-                         client_id_or_random, from_proto, sleep_unless_stopped,
-                         wait_for_leader)
+from .leadership import (Backoff, HeardDeadlines, Leadership, StreamStalled, WatchTracker,
+                         boottime, check_leader, client_id_or_random, from_proto,
+                         sleep_unless_stopped, wait_for_leader)
 from .v1 import leader_election_pb2 as pb
 from .v1 import leader_election_pb2_grpc as pb_grpc
 
@@ -65,6 +66,7 @@ class Client:
         self._channel = grpc.insecure_channel(  # loopback only
             self.addr, options=channel_options(min_backoff, max_backoff))
         self._stub = pb_grpc.LeaderElectionStub(self._channel)
+        self._heard = HeardDeadlines()
 
     def close(self) -> None:
         """Closes the channel; calls and watches in flight fail."""
@@ -86,7 +88,7 @@ class Client:
                                            timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
-        return check_lease(from_proto(msg, sent), self.lease, self.addr)
+        return self._heard.note(check_lease(from_proto(msg, sent), self.lease, self.addr))
 
     def is_leader(self) -> bool:
         """Whether this pod leads right now. Raises SidecarUnavailableError
@@ -110,22 +112,33 @@ class Client:
             raise translate(self.addr, e) from e
         return resp.was_leader
 
-    def acknowledge_step_down(self, fencing_token: int) -> bool:
+    def acknowledge_step_down(self, fencing_token: int,
+                              valid_until_boottime_ns: Optional[int] = None) -> bool:
         """Tells the sidecar that this application has stopped acting on the
         leadership of the term ``fencing_token`` (its leader work was
-        cancelled and has ended). The promises the sidecar gave this client
-        for that term are void from then on, so a sidecar that steps down
-        (shutdown or resign) releases the Lease without waiting for them to
-        lapse. Returns whether any were outstanding.
+        cancelled and has ended), up to the deadline it names: by default
+        the latest ``valid_until_boottime_ns`` among the leader answers of
+        that term this client object has received so far (0, naming nothing,
+        if none), or the one given. The promises the sidecar gave this
+        client up to that deadline are void from then on, so a sidecar that
+        steps down (shutdown or resign) releases the Lease without waiting
+        for them to lapse. A promise given later (the sidecar renewed in
+        between) stays outstanding however late the acknowledgement arrives,
+        and so does one given to another process using the same client_id.
+        Returns whether that settled this client_id's promises of the term.
 
         Call it only once nothing in this process acts on this client's
         answers for that term; :meth:`run_while_leader` calls it for you.
         Without it the handover is still safe, only slower: the sidecar
         waits until its last promise lapses (up to its --renew-deadline)."""
+        up_to = (self._heard.up_to(fencing_token) if valid_until_boottime_ns is None
+                 else valid_until_boottime_ns)
         try:
             resp = self._stub.AcknowledgeStepDown(
-                pb.AcknowledgeStepDownRequest(client_id=self.client_id,
-                                              fencing_token=fencing_token),
+                pb.AcknowledgeStepDownRequest(
+                    client_id=self.client_id, fencing_token=fencing_token,
+                    valid_until_boottime=duration_pb2.Duration(seconds=up_to // 10**9,
+                                                               nanos=up_to % 10**9)),
                 timeout=self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
@@ -156,7 +169,11 @@ class Client:
         acknowledged and ``work`` runs again at the next term; if it raises,
         run_while_leader raises that exception. Otherwise it returns once
         ``stop`` is set and any running work has returned and been
-        acknowledged.
+        acknowledged. Each acknowledgement names the latest deadline this
+        client object was answered with in the term (see
+        :meth:`acknowledge_step_down`); a term whose work returned by itself
+        is acknowledged again when it ends, covering the answers received
+        meanwhile.
 
         The acknowledgement speaks for this client (its ``client_id``):
         while this runs, do not act as leader on this client's other answers
@@ -198,8 +215,8 @@ class Client:
         def read() -> None:
             try:
                 for msg in call:
-                    received.put(check_lease(from_proto(msg.leadership, boottime()),
-                                             self.lease, self.addr))
+                    received.put(self._heard.note(check_lease(
+                        from_proto(msg.leadership, boottime()), self.lease, self.addr)))
                 received.put(_EOF)
             except (grpc.RpcError, BatonError) as e:
                 received.put(e)

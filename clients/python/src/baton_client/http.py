@@ -16,8 +16,9 @@ from . import _leader_work
 from ._address import DEFAULT_HTTP_ADDR, ENV_HTTP_ADDR, resolve
 from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError, WrongLeaseError
-from .leadership import (Backoff, Leadership, WatchTracker, boottime, check_leader,
-                         client_id_or_random, parse_json, sleep_unless_stopped, wait_for_leader)
+from .leadership import (Backoff, HeardDeadlines, Leadership, WatchTracker, boottime,
+                         check_leader, client_id_or_random, format_duration_ns, parse_json,
+                         sleep_unless_stopped, wait_for_leader)
 
 
 def status_error(addr: str, request: str, status: int, reason: str) -> BatonError:
@@ -50,6 +51,7 @@ class HttpClient:
         self.timeout = timeout
         self.client_id = client_id_or_random(client_id)
         self.lease = expected_lease(lease_name, lease_namespace)
+        self._heard = HeardDeadlines()
 
     def _request(self, method: str, path: str, **query: object) -> tuple:
         """Returns (the body, boottime() when the request was sent)."""
@@ -80,7 +82,7 @@ class HttpClient:
         no sidecar answers, WrongLeaseError if it serves another Lease than
         the expected one, BatonError for a malformed answer."""
         body, sent = self._request("GET", "/leader", client_id=self.client_id)
-        return check_lease(parse_json(body, sent), self.lease, self.addr)
+        return self._heard.note(check_lease(parse_json(body, sent), self.lease, self.addr))
 
     def is_leader(self) -> bool:
         """Whether this pod leads right now. Raises SidecarUnavailableError
@@ -98,17 +100,22 @@ class HttpClient:
         whether this pod was leader. The sidecar keeps campaigning."""
         return bool(self._json("POST", "/resign").get("wasLeader", False))
 
-    def acknowledge_step_down(self, fencing_token: int) -> bool:
+    def acknowledge_step_down(self, fencing_token: int,
+                              valid_until_boottime_ns: Optional[int] = None) -> bool:
         """POST /leader/ack: this application has stopped acting on the term
-        ``fencing_token`` (see Client.acknowledge_step_down). Returns whether
-        the sidecar had promises outstanding for this client in that term.
+        ``fencing_token`` up to a deadline (see Client.acknowledge_step_down:
+        by default the latest this client object received in that term).
+        Returns whether that settled this client_id's promises of the term.
 
         An application that only polls GET /leader and never acknowledges
         still gets a safe handover, but a slow one: the sidecar releases the
         Lease only once the last promise it gave has lapsed, up to its
         --renew-deadline after the last answer."""
+        up_to = (self._heard.up_to(fencing_token) if valid_until_boottime_ns is None
+                 else valid_until_boottime_ns)
         body = self._json("POST", "/leader/ack", client_id=self.client_id,
-                          fencing_token=int(fencing_token))
+                          fencing_token=int(fencing_token),
+                          valid_until_boottime=format_duration_ns(up_to))
         return bool(body.get("acknowledged", False))
 
     def run_while_leader(self, work: "_leader_work.Work", *,

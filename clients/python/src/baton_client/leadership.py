@@ -97,6 +97,10 @@ class Leadership:
     stepping_down: bool = False
     #: Set only on states a watch yields while the sidecar is unreachable.
     error: Optional[Exception] = None
+    #: The ``validUntilBoottime`` of a leader answer exactly as the sidecar
+    #: sent it, in integer nanoseconds (0 if it sent none): the deadline an
+    #: acknowledgement of this answer names, never a local estimate.
+    valid_until_boottime_ns: int = 0
 
     def remaining(self, now: Optional[float] = None) -> float:
         """Seconds of guaranteed leadership left at the :func:`boottime`
@@ -127,7 +131,8 @@ class Leadership:
                 self.holder_identity, self.lease_uid, self.fencing_token)
 
     def _expired(self) -> "Leadership":
-        return dataclasses.replace(self, is_leader=False, valid_for=0.0, valid_until=0.0)
+        return dataclasses.replace(self, is_leader=False, valid_for=0.0, valid_until=0.0,
+                                   valid_until_boottime_ns=0)
 
 
 _MAX_FIELD_MANAGER = 128  # the API server's limit
@@ -168,6 +173,21 @@ def _parse_duration(value: Optional[str]) -> Optional[float]:
     if not isinstance(value, str) or not _DURATION.match(value):
         raise ValueError(f"not a proto3 JSON duration: {value!r}")
     return float(value[:-1])
+
+
+def _duration_ns(value: Optional[str]) -> int:
+    """A proto3 JSON duration (already checked by _parse_duration) in exact
+    integer nanoseconds; 0 for None or a negative one."""
+    if value is None or value.startswith("-"):
+        return 0
+    seconds, _, fraction = value[:-1].partition(".")
+    return int(seconds) * 10**9 + int(fraction.ljust(9, "0"))
+
+
+def format_duration_ns(ns: int) -> str:
+    """Nanoseconds as a proto3 JSON duration (``"12345.678901234s"``), as
+    GET /leader prints ``validUntilBoottime`` and POST /leader/ack takes it."""
+    return f"{ns // 10**9}.{ns % 10**9:09d}s"
 
 
 def _valid_until(is_leader: bool, valid_for: float, sidecar_deadline: Optional[float],
@@ -239,6 +259,7 @@ def from_json(obj: Mapping[str, Any], since: float) -> Leadership:
         lease_duration=_parse_duration(obj.get("leaseDuration")),
         observed=_field(obj, "observed", bool),
         stepping_down=_field(obj, "steppingDown", bool),
+        valid_until_boottime_ns=_duration_ns(obj.get("validUntilBoottime")) if is_leader else 0,
     )
 
 
@@ -265,7 +286,37 @@ def from_proto(msg: Any, since: float) -> Leadership:
                         if msg.HasField("lease_duration") else None),
         observed=msg.observed,
         stepping_down=msg.stepping_down,
+        valid_until_boottime_ns=(max(msg.valid_until_boottime.ToNanoseconds(), 0)
+                                 if is_leader else 0),
     )
+
+
+class HeardDeadlines:
+    """The latest deadline among the leader answers one client object has
+    received in the latest term it heard of: what its acknowledgement of
+    that term names. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._term: tuple = ("", 0)
+        self._deadline_ns = 0
+
+    def note(self, lead: Leadership) -> Leadership:
+        """Records ``lead``'s deadline if it is a leader answer with one;
+        returns ``lead``."""
+        if lead.is_leader and lead.valid_until_boottime_ns > 0:
+            term = (lead.identity, lead.fencing_token)
+            with self._lock:
+                if term != self._term:
+                    self._term, self._deadline_ns = term, 0
+                self._deadline_ns = max(self._deadline_ns, lead.valid_until_boottime_ns)
+        return lead
+
+    def up_to(self, fencing_token: int) -> int:
+        """The latest deadline heard in term ``fencing_token``, in
+        nanoseconds; 0 if none."""
+        with self._lock:
+            return self._deadline_ns if self._term[1] == fencing_token else 0
 
 
 def check_leader(lead: Leadership, min_validity: float, now: Optional[float] = None) -> int:

@@ -139,6 +139,10 @@ export const descriptor = {
                 "fencingToken": {
                   "type": "int32",
                   "id": 2
+                },
+                "validUntilBoottime": {
+                  "type": "google.protobuf.Duration",
+                  "id": 3
                 }
               }
             },

@@ -98,6 +98,10 @@ struct Leadership {
   // none, counted from when the request was sent (unary calls) or the message
   // arrived (Watch). The epoch when not leader.
   BootClock::time_point valid_until{};
+  // The valid_until_boottime of a leader answer exactly as the sidecar sent
+  // it (zero if it sent none): the deadline an acknowledgement of this
+  // answer names (Client::AcknowledgeStepDown), never a local estimate.
+  absl::Duration valid_until_boottime = absl::ZeroDuration();
   // The Lease's leaseDurationSeconds, if known.
   std::optional<absl::Duration> lease_duration;
   // The sidecar has read the Lease (or its absence) at least once.
@@ -277,14 +281,24 @@ class Client {
 
   // Tells the sidecar that this application has stopped acting on the
   // leadership of the term `fencing_token` (its leader work was cancelled and
-  // has ended). The promises the sidecar gave this client for that term are
-  // void from then on, so a sidecar that steps down (shutdown or Resign)
-  // releases the Lease without waiting for them to lapse. Returns whether any
-  // were outstanding. Call it only once nothing in this process acts on this
-  // client's answers for that term; RunWhileLeader calls it for you. Without
-  // it the handover is still safe, only slower: the sidecar waits until its
-  // last promise lapses (up to its --renew-deadline).
+  // has ended), up to the latest deadline (valid_until_boottime) among the
+  // leader answers of that term this Client has received so far (zero,
+  // naming nothing, if none). The promises the sidecar gave this client up
+  // to that deadline are void from then on, so a sidecar that steps down
+  // (shutdown or Resign) releases the Lease without waiting for them to
+  // lapse. A promise given later (the sidecar renewed in between) stays
+  // outstanding however late the acknowledgement arrives, and so does one
+  // given to another process using the same client_id. Returns whether that
+  // settled this client_id's promises of the term. Call it only once nothing
+  // in this process acts on this client's answers for that term;
+  // RunWhileLeader calls it for you. Without it the handover is still safe,
+  // only slower: the sidecar waits until its last promise lapses (up to its
+  // --renew-deadline).
   absl::StatusOr<bool> AcknowledgeStepDown(int32_t fencing_token) const;
+  // The same, naming the deadline `valid_until_boottime` (that of the last
+  // answer acted on: Leadership::valid_until_boottime) instead.
+  absl::StatusOr<bool> AcknowledgeStepDown(int32_t fencing_token,
+                                           absl::Duration valid_until_boottime) const;
 
   // Runs `work` whenever this pod leads, until `stop` is notified. It follows
   // a Watch; when a state says this pod leads, it starts `work` on a thread
@@ -293,7 +307,9 @@ class Client {
   // changes, the guarantee runs out without news, the sidecar cannot be
   // reached, or `stop` is notified. It then joins the work's thread and only
   // then calls AcknowledgeStepDown for the term (its errors are ignored:
-  // without it the handover is only slower).
+  // without it the handover is only slower). A term whose work returned by
+  // itself is acknowledged again when it ends, covering the answers received
+  // meanwhile.
   //
   // A status the work returns after `cancelled` was notified is dropped. If
   // the work returns while the term goes on, the term is acknowledged: OK

@@ -89,12 +89,14 @@ class ResignResponse(_message.Message):
     def __init__(self, was_leader: _Optional[bool] = ..., leadership: _Optional[_Union[Leadership, _Mapping]] = ...) -> None: ...
 
 class AcknowledgeStepDownRequest(_message.Message):
-    __slots__ = ("client_id", "fencing_token")
+    __slots__ = ("client_id", "fencing_token", "valid_until_boottime")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
     FENCING_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    VALID_UNTIL_BOOTTIME_FIELD_NUMBER: _ClassVar[int]
     client_id: str
     fencing_token: int
-    def __init__(self, client_id: _Optional[str] = ..., fencing_token: _Optional[int] = ...) -> None: ...
+    valid_until_boottime: _duration_pb2.Duration
+    def __init__(self, client_id: _Optional[str] = ..., fencing_token: _Optional[int] = ..., valid_until_boottime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class AcknowledgeStepDownResponse(_message.Message):
     __slots__ = ("acknowledged",)

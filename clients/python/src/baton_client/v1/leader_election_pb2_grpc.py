@@ -100,13 +100,14 @@ class LeaderElectionServicer:
         """The step-down handshake. A client calls it once the application has
         stopped acting on the leadership of term fencing_token (its leader work
         was cancelled and has ended), typically after a message with
-        stepping_down=true. The promises given to client_id for that term are
+        stepping_down=true, naming the deadline of the last answer it acted on.
+        The promises given to client_id for that term up to that deadline are
         void from then on: on shutdown or Resign the sidecar releases the Lease
         as soon as every promise it handed out is acknowledged or has lapsed,
         instead of waiting for the last one to run out. Calling it while still
         leader is allowed (the application is done for now); later leader
         answers make new promises. INVALID_ARGUMENT for a missing or malformed
-        client_id.
+        client_id or a negative valid_until_boottime.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

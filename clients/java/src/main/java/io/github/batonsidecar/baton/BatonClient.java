@@ -85,6 +85,7 @@ public final class BatonClient implements AutoCloseable {
   private final ManagedChannel channel;
   private final boolean ownsChannel;
   private final Set<WatchLoop> watches = ConcurrentHashMap.newKeySet(); // open ones
+  private final HeardDeadlines heard = new HeardDeadlines();
   private volatile boolean closed;
 
   private BatonClient(Builder b, String address, ManagedChannel channel, boolean ownsChannel) {
@@ -158,7 +159,7 @@ public final class BatonClient implements AutoCloseable {
     Duration sent = Boottime.floor();
     return then(unary(LeaderElectionGrpc.getGetLeadershipMethod(),
         GetLeadershipRequest.newBuilder().setClientId(clientId).build()),
-        m -> checkLease(Leadership.fromProto(m, sent)));
+        m -> heard.note(checkLease(Leadership.fromProto(m, sent))));
   }
 
   /**
@@ -311,28 +312,51 @@ public final class BatonClient implements AutoCloseable {
 
   /**
    * Tells the sidecar that this application has stopped acting on the leadership of the term with
-   * fencing token {@code fencingToken}: its leader work was cancelled and has ended. The promises
-   * the sidecar gave this client for that term are void from then on, so a sidecar that is
+   * fencing token {@code fencingToken}: its leader work was cancelled and has ended. It names the
+   * latest deadline ({@link Leadership#validUntilBoottime()}) among the leader answers of that
+   * term this client has received so far (zero, naming nothing, if none), and the promises the
+   * sidecar gave this client up to that deadline are void from then on, so a sidecar that is
    * stepping down (shutdown or resign) need not wait for them to run out before it releases the
-   * Lease.
+   * Lease. A promise given later (the sidecar renewed in between) stays outstanding however late
+   * the acknowledgement arrives, and so does one given to another process using the same client
+   * id.
    *
    * <p>Call it only once nothing in this process acts on this client's answers for that term any
    * more; {@link #runWhileLeader} calls it for you. An application that never acknowledges still
    * gets a safe handover, only a slower one: the sidecar then waits until the last promise it gave
    * lapses (up to its {@code --renew-deadline} after the last answer).
    *
-   * @return whether any promises of that term were outstanding
+   * @return whether that settled this client id's promises of the term
    * @throws BatonException as {@link #leadership()}
    */
   public boolean acknowledgeStepDown(int fencingToken) {
     return await(acknowledgeStepDownAsync(fencingToken));
   }
 
-  /** {@link #acknowledgeStepDown}, as a future. */
+  /**
+   * {@link #acknowledgeStepDown(int)}, naming the deadline {@code validUntilBoottime} (that of the
+   * last answer acted on: {@link Leadership#validUntilBoottime()}) instead.
+   */
+  public boolean acknowledgeStepDown(int fencingToken, Duration validUntilBoottime) {
+    return await(acknowledgeStepDownAsync(fencingToken, validUntilBoottime));
+  }
+
+  /** {@link #acknowledgeStepDown(int)}, as a future. */
   public CompletableFuture<Boolean> acknowledgeStepDownAsync(int fencingToken) {
+    return acknowledgeStepDownAsync(fencingToken, heard.upTo(fencingToken));
+  }
+
+  /** {@link #acknowledgeStepDown(int, Duration)}, as a future. */
+  public CompletableFuture<Boolean> acknowledgeStepDownAsync(int fencingToken,
+      Duration validUntilBoottime) {
+    Objects.requireNonNull(validUntilBoottime);
     return then(unary(LeaderElectionGrpc.getAcknowledgeStepDownMethod(),
         AcknowledgeStepDownRequest.newBuilder().setClientId(clientId)
-            .setFencingToken(fencingToken).build()),
+            .setFencingToken(fencingToken)
+            .setValidUntilBoottime(com.google.protobuf.Duration.newBuilder()
+                .setSeconds(validUntilBoottime.getSeconds())
+                .setNanos(validUntilBoottime.getNano()))
+            .build()),
         AcknowledgeStepDownResponse::getAcknowledged);
   }
 
@@ -429,6 +453,11 @@ public final class BatonClient implements AutoCloseable {
   /** {@code l} if it comes from a sidecar of the expected Lease, else a WrongLeaseException. */
   Leadership checkLease(Leadership l) {
     return expectedLease.check(address, l);
+  }
+
+  /** Records the deadline of an answer this client received, for {@link #acknowledgeStepDown}. */
+  void note(Leadership l) {
+    heard.note(l);
   }
 
   /**

@@ -31,6 +31,7 @@ public final class BatonHttpClient {
   private final Duration timeout;
   private final ExpectedLease expectedLease;
   private final HttpClient http;
+  private final HeardDeadlines heard = new HeardDeadlines();
 
   private BatonHttpClient(Builder b, String address) {
     this.address = address;
@@ -77,7 +78,7 @@ public final class BatonHttpClient {
   public CompletableFuture<Leadership> leadershipAsync() {
     Duration sent = Boottime.floor();
     return send("GET", "/leader?client_id=" + clientId,
-        body -> expectedLease.check(address, Leadership.fromJson(body, sent)));
+        body -> heard.note(expectedLease.check(address, Leadership.fromJson(body, sent))));
   }
 
   /** Whether this pod leads right now; throws as {@link #leadership()}. */
@@ -112,14 +113,24 @@ public final class BatonHttpClient {
   }
 
   /**
-   * Gives back the promises of the term {@code fencingToken} ({@code POST /leader/ack}), as {@link
-   * BatonClient#acknowledgeStepDown}.
+   * Gives back the promises of the term {@code fencingToken} ({@code POST /leader/ack}) up to the
+   * latest deadline this client has received in it, as {@link BatonClient#acknowledgeStepDown}.
    *
-   * @return whether any were outstanding
+   * @return whether that settled this client id's promises of the term
    */
   public boolean acknowledgeStepDown(int fencingToken) {
+    return acknowledgeStepDown(fencingToken, heard.upTo(fencingToken));
+  }
+
+  /**
+   * {@link #acknowledgeStepDown(int)}, naming the deadline {@code validUntilBoottime} (that of the
+   * last answer acted on) instead.
+   */
+  public boolean acknowledgeStepDown(int fencingToken, Duration validUntilBoottime) {
+    Objects.requireNonNull(validUntilBoottime);
     return BatonClient.await(send("POST",
-        "/leader/ack?client_id=" + clientId + "&fencing_token=" + fencingToken,
+        "/leader/ack?client_id=" + clientId + "&fencing_token=" + fencingToken
+            + "&valid_until_boottime=" + HeardDeadlines.json(validUntilBoottime),
         body -> json(body).get("acknowledged").getAsBoolean()));
   }
 

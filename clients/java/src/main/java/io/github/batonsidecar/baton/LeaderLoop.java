@@ -96,6 +96,10 @@ final class LeaderLoop {
           running = null;
         }
         if (!leading) {
+          if (state != null && finished != null && state.sameTerm(finished)) {
+            // Answers after the work returned were promises too; nothing acts on them.
+            acknowledge(finished);
+          }
           finished = null;
         } else if (running == null && (finished == null || !state.sameTerm(finished))) {
           running = new Running(state);

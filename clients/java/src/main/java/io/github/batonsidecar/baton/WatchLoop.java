@@ -194,6 +194,7 @@ final class WatchLoop implements Watch {
       failed(e);
       return;
     }
+    client.note(l);
     armStallTimer();
     boolean news = !connected || !l.sameState(last);
     connected = true;

@@ -62,6 +62,26 @@ class BatonClientTest {
   }
 
   @Test
+  void acknowledgementsNameTheLatestDeadlineThisClientReceived() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      fake.answer = FakeSidecar.leader(5, Duration.ofSeconds(5));
+      c.leadership();
+      fake.answer = FakeSidecar.leader(5, Duration.ofSeconds(6));
+      Duration latest = c.leadership().validUntilBoottime();
+      // An earlier answer after a later one (another process's, say) changes nothing.
+      fake.answer = FakeSidecar.leader(5, Duration.ofSeconds(1));
+      c.leadership();
+      assertTrue(c.acknowledgeStepDown(5));
+      // A term it was never answered in: it names nothing.
+      c.acknowledgeStepDown(4);
+      // Or the deadline it is given.
+      c.acknowledgeStepDown(5, Duration.ofSeconds(42));
+      assertEquals(java.util.List.of(latest, Duration.ZERO, Duration.ofSeconds(42)),
+          fake.ackedDeadlines);
+    }
+  }
+
+  @Test
   void requireLeaderAnswersTheTokenOrNotLeader() throws Exception {
     try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
       fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(5));

@@ -29,6 +29,8 @@ final class FakeSidecar implements AutoCloseable {
   final LinkedBlockingQueue<StreamObserver<WatchLeadershipResponse>> streams =
       new LinkedBlockingQueue<>();
   final List<String> calls = new CopyOnWriteArrayList<>(); // "ack CLIENT TOKEN", "watch CLIENT"
+  // The deadline each acknowledgement named (negative: none).
+  final List<Duration> ackedDeadlines = new CopyOnWriteArrayList<>();
   volatile LeaderElectionOuterClass.Leadership answer =
       LeaderElectionOuterClass.Leadership.getDefaultInstance();
 
@@ -56,6 +58,10 @@ final class FakeSidecar implements AutoCloseable {
           @Override
           public void acknowledgeStepDown(AcknowledgeStepDownRequest req,
               StreamObserver<AcknowledgeStepDownResponse> out) {
+            ackedDeadlines.add(req.hasValidUntilBoottime()
+                ? Duration.ofSeconds(req.getValidUntilBoottime().getSeconds(),
+                    req.getValidUntilBoottime().getNanos())
+                : Duration.ofNanos(-1));
             calls.add("ack " + req.getClientId() + " " + req.getFencingToken());
             out.onNext(AcknowledgeStepDownResponse.newBuilder().setAcknowledged(true).build());
             out.onCompleted();
