@@ -38,9 +38,13 @@ bool ElectionLoop::Resign() {
   {
     absl::MutexLock lock(&mu_);
     if (!started_ || finished_ || stop_deadline_) return false;
-    resign_requested_ = true;
   }
-  publisher_->StepDown();
+  // First the publisher, so that no answer says leader from here on, even if
+  // a takeover is in flight; then the loop, which ends the request when the
+  // release is done.
+  const uint64_t request = publisher_->StepDown();
+  absl::MutexLock lock(&mu_);
+  resign_requested_ = request;
   return true;
 }
 
@@ -75,12 +79,15 @@ ElectionHealth ElectionLoop::Health() const {
 void ElectionLoop::Run() {
   MonoTime wake = clock_->Monotonic();
   std::optional<StepDown> step_down;
+  // The newest Resign's step-down request, ended once its release is done.
+  uint64_t resign_request = 0;
   std::optional<MonoTime> stop_deadline;
   for (;;) {
     const Work work = WaitForWork(wake);
     if (work.watch_available) wake = elector_->SetWatchAvailable(*work.watch_available);
     if (work.observation) wake = elector_->Observe(*work.observation);
     if (work.stop_deadline) stop_deadline = work.stop_deadline;
+    if (work.resign) resign_request = std::max(resign_request, *work.resign);
     if ((work.resign || stop_deadline) && !step_down) {
       const Leadership before = elector_->Snapshot();
       step_down = StepDown{before.fencing_token, before.holding};
@@ -117,6 +124,7 @@ void ElectionLoop::Run() {
       break;
     }
     wake = elector_->Resign();
+    publisher_->EndStepDown(resign_request);
     step_down.reset();
     Publish();
   }
@@ -135,7 +143,7 @@ ElectionLoop::Work ElectionLoop::WaitForWork(MonoTime wake) {
   Work work;
   work.observation = std::exchange(observation_, std::nullopt);
   work.watch_available = std::exchange(watch_available_, std::nullopt);
-  work.resign = std::exchange(resign_requested_, false);
+  work.resign = std::exchange(resign_requested_, std::nullopt);
   promises_changed_ = false;
   work.stop_deadline = stop_deadline_;
   if (stop_deadline_) stop_deadline_reported_ = true;
@@ -143,7 +151,7 @@ ElectionLoop::Work ElectionLoop::WaitForWork(MonoTime wake) {
 }
 
 bool ElectionLoop::HasWorkLocked() const {
-  return observation_ || watch_available_ || resign_requested_ || promises_changed_ ||
+  return observation_ || watch_available_ || resign_requested_.has_value() || promises_changed_ ||
          (stop_deadline_ && !stop_deadline_reported_);
 }
 

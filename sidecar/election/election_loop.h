@@ -92,7 +92,8 @@ class ElectionLoop {
   struct Work {
     std::optional<LeaseEvent> observation;
     std::optional<bool> watch_available;
-    bool resign = false;
+    // A Resign: the publisher's step-down request to end once it is done.
+    std::optional<uint64_t> resign;
     std::optional<MonoTime> stop_deadline;
   };
   // A step-down in progress: of which term, if this elector held one.
@@ -122,7 +123,8 @@ class ElectionLoop {
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<LeaseEvent> observation_ ABSL_GUARDED_BY(mu_);
   std::optional<bool> watch_available_ ABSL_GUARDED_BY(mu_);
-  bool resign_requested_ ABSL_GUARDED_BY(mu_) = false;
+  // The newest Resign not yet taken by the loop: its step-down request.
+  std::optional<uint64_t> resign_requested_ ABSL_GUARDED_BY(mu_);
   bool promises_changed_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<MonoTime> stop_deadline_ ABSL_GUARDED_BY(mu_);
   // The loop has taken stop_deadline_ (it keeps it from then on).

@@ -225,6 +225,11 @@ class GatedStore final : public LeaseStore {
     absl::MutexLock lock(&mu_);
     open_ = true;
   }
+  // Calls waiting at the closed gate.
+  int Waiting() {
+    absl::MutexLock lock(&mu_);
+    return waiting_;
+  }
   absl::StatusOr<LeaseRecord> Get() override {
     return Through([&] { return inner_->Get(); });
   }
@@ -240,13 +245,16 @@ class GatedStore final : public LeaseStore {
   absl::StatusOr<LeaseRecord> Through(F call) {
     {
       absl::MutexLock lock(&mu_);
+      ++waiting_;
       mu_.Await(absl::Condition(&open_));
+      --waiting_;
     }
     return call();
   }
   LeaseStore* const inner_;
   absl::Mutex mu_;
   bool open_ ABSL_GUARDED_BY(mu_) = true;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class StepDownHandshakeTest : public ElectionLoopTest {
@@ -292,6 +300,39 @@ TEST_F(StepDownHandshakeTest, ResignStopsAnsweringLeaderAtOnceEvenWhileTheLoopIs
       me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(clock_.Monotonic()));
   gated.Open();
   EXPECT_TRUE(me.loop().Shutdown(kPatience));
+}
+
+// A Resign (or SIGTERM) that arrives while the loop is taking the Lease over
+// finds nothing to step down from; the term that takeover wins must not say
+// leader either.
+TEST_F(StepDownHandshakeTest, ResignDuringATakeoverInFlightNeverAnswersLeader) {
+  LeaseRecord theirs;
+  theirs.holder_identity = "other";
+  theirs.lease_duration_seconds = 5;
+  store_.Set(theirs);
+  GatedStore gated(&store_);
+  Candidate me("me", &gated, kFast, &clock_);
+  absl::Mutex mu;
+  bool said_leader = false;
+  me.publisher().Subscribe([&](const LeadershipPublisher::Versioned& v) {
+    absl::MutexLock lock(&mu);
+    said_leader = said_leader || v.leadership.IsLeader(clock_.Monotonic());
+  });
+  me.loop().Start();
+  ASSERT_TRUE(
+      AdvanceUntil([&] { return me.Current().holder_identity == "other"; }, absl::Seconds(1)));
+  gated.Close();  // the step at expiry hangs in the store, about to take over
+  clock_.Advance(kFast.lease_duration);
+  ASSERT_TRUE(WaitRealTime([&] { return gated.Waiting() == 1; }, absl::Seconds(5)));
+  ASSERT_TRUE(me.loop().Resign());
+  gated.Open();
+  // The takeover lands, the term is stepped down at once and released.
+  ASSERT_TRUE(AdvanceUntil([&] { return Released(); }, absl::Seconds(2)));
+  EXPECT_GT(store_.Current()->lease_transitions, 0) << "the takeover happened";
+  absl::MutexLock lock(&mu);
+  EXPECT_FALSE(said_leader);
+  EXPECT_FALSE(
+      me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(clock_.Monotonic()));
 }
 
 TEST_F(StepDownHandshakeTest, ResignReleasesOnlyOnceTheClientAcknowledges) {

@@ -14,10 +14,19 @@ void LeadershipPublisher::Publish(const Leadership& next) {
   Change([&next](Leadership* l) { *l = next; });
 }
 
-void LeadershipPublisher::StepDown() {
-  Change([](Leadership* l) {
-    if (l->holding) l->stepping_down = true;
-  });
+uint64_t LeadershipPublisher::StepDown() {
+  uint64_t request = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    request = ++step_downs_requested_;
+  }
+  Change([](Leadership*) {});  // marks the current snapshot
+  return request;
+}
+
+void LeadershipPublisher::EndStepDown(uint64_t request) {
+  absl::MutexLock lock(&mu_);
+  step_downs_ended_ = std::max(step_downs_ended_, request);
 }
 
 void LeadershipPublisher::Change(const std::function<void(Leadership*)>& edit) {
@@ -28,11 +37,6 @@ void LeadershipPublisher::Change(const std::function<void(Leadership*)>& edit) {
     absl::MutexLock lock(&mu_);
     Leadership next = current_.leadership;
     edit(&next);
-    if (next.stepping_down && !current_.leadership.stepping_down && next.holding) {
-      // StepDown(), or the elector's own BeginStepDown(): mark the term so a
-      // later snapshot of it cannot say leader again.
-      stepping_down_term_ = next.fencing_token;
-    }
     if (!ReplaceLocked(std::move(next), &to_call)) return;
     snapshot = current_;
   }
@@ -43,13 +47,7 @@ void LeadershipPublisher::Change(const std::function<void(Leadership*)>& edit) {
 
 bool LeadershipPublisher::ReplaceLocked(Leadership next,
                                         std::vector<std::shared_ptr<Callback>>* to_call) {
-  if (stepping_down_term_) {
-    if (next.holding && next.fencing_token == *stepping_down_term_) {
-      next.stepping_down = true;
-    } else {
-      stepping_down_term_.reset();
-    }
-  }
+  if (next.holding && step_downs_requested_ > step_downs_ended_) next.stepping_down = true;
   if (next.holding && ledger_.token != next.fencing_token) {
     // A new term. Promises of the previous one may still run (this sidecar
     // can start a term while its last one's answers are out, e.g. when it

@@ -142,12 +142,18 @@ class LeadershipPublisher {
   Versioned Answer(std::string_view client_id, MonoTime now);
 
   // Begins stepping down at once, from any thread, without waiting for the
-  // election loop: if the current snapshot holds the Lease, it and every
-  // later snapshot of the same term (same fencing token while holding) are
-  // published with stepping_down=true, so no answer from now on says leader.
+  // election loop: from now until EndStepDown(the number returned), every
+  // snapshot that holds the Lease — the current one and any the loop
+  // publishes meanwhile, e.g. the result of a takeover that was in flight —
+  // is published with stepping_down=true, so no answer says leader.
   // Subscribers are told on the calling thread, so it must not be called
-  // from a subscriber. A no-op when not holding.
-  void StepDown();
+  // from a subscriber. Returns this request's number.
+  uint64_t StepDown();
+
+  // The step-down requested as `request` (and every earlier one) is over:
+  // the election loop has released the Lease and campaigns again (Resign).
+  // Later snapshots may say leader again, unless a later StepDown() came.
+  void EndStepDown(uint64_t request);
 
   // The reader `ack.client_id` has stopped acting on the answers of term
   // `ack.fencing_token` up to `ack.up_to` (see Acknowledgement): its
@@ -210,8 +216,10 @@ class LeadershipPublisher {
 
   mutable absl::Mutex mu_;
   Versioned current_ ABSL_GUARDED_BY(mu_);
-  // The term (fencing token) StepDown() marked, while it is current.
-  std::optional<int64_t> stepping_down_term_ ABSL_GUARDED_BY(mu_);
+  // StepDown() requests so far, and the newest one EndStepDown() ended:
+  // stepping down while requested_ > ended_.
+  uint64_t step_downs_requested_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t step_downs_ended_ ABSL_GUARDED_BY(mu_) = 0;
   Ledger ledger_ ABSL_GUARDED_BY(mu_);
   int next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<int, std::shared_ptr<Callback>> subscribers_ ABSL_GUARDED_BY(mu_);

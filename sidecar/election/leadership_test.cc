@@ -329,26 +329,42 @@ TEST_F(PromiseLedgerTest, PromisesOfTheLastTermStayOutstandingInTheNext) {
   EXPECT_EQ(publisher_.OutstandingUntil(4, Now()), Now() + absl::Seconds(9));
 }
 
-TEST_F(PromiseLedgerTest, StepDownMarksTheTermUntilAnotherBegins) {
+TEST_F(PromiseLedgerTest, StepDownMarksEverySnapshotUntilTheLoopEndsIt) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.StepDown();
+  const uint64_t request = publisher_.StepDown();
   EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
   // The election loop publishes its own (older) view of the same term: the
   // mark holds, so no answer says leader again.
   publisher_.Publish(Term(3, absl::Seconds(10)));
   EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
   EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
-  // Not holding, then a new term: the mark is gone.
+  // Nor a new term the loop was acquiring meanwhile.
   publisher_.Publish(Leadership{});
   publisher_.Publish(Term(4, absl::Seconds(10)));
+  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  // Once the loop has ended the step-down (Resign done), terms lead again.
+  publisher_.EndStepDown(request);
+  publisher_.Publish(Term(5, absl::Seconds(10)));
   EXPECT_TRUE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
 }
 
-TEST_F(PromiseLedgerTest, StepDownWhenNotHoldingIsANoOp) {
+// A takeover in flight when the step-down begins: the term it wins must not
+// say leader (a SIGTERM or Resign that found nothing to step down from).
+TEST_F(PromiseLedgerTest, StepDownWhenNotHoldingMarksTheNextTerm) {
   const uint64_t version = publisher_.Current().version;
   publisher_.StepDown();
-  EXPECT_EQ(publisher_.Current().version, version);
-  EXPECT_FALSE(publisher_.Current().leadership.stepping_down);
+  EXPECT_EQ(publisher_.Current().version, version) << "nothing to tell anyone yet";
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
+  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+}
+
+TEST_F(PromiseLedgerTest, EndingAnEarlierStepDownDoesNotEndALaterOne) {
+  const uint64_t first = publisher_.StepDown();
+  publisher_.StepDown();
+  publisher_.EndStepDown(first);
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
 }
 
 }  // namespace
