@@ -126,6 +126,35 @@ var faults = []*fault{
 			l.proxy.Forward()
 			return t, nil
 		}},
+	{Name: "reapply-cut-off", What: "the leader's link black-holed; the Lease deleted and re-applied without a holder (replace --force, a GitOps sync)",
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			l.proxy.BlackHole()
+			t := Now()
+			err := g.reapplyWithoutHolder()
+			time.Sleep(pastTheLease)
+			l.proxy.Forward()
+			return t, err
+		}},
+	{Name: "edit-duration-new-member", What: "the leader's link black-holed; leaseDurationSeconds cut to 1; a follower replaced by a new process with no history",
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			l.proxy.BlackHole()
+			t, err := g.editLease(func(l *coordinationv1.Lease) {
+				one := int32(1)
+				l.Spec.LeaseDurationSeconds = &one
+			})
+			if err == nil {
+				for _, s := range g.slots {
+					if s != l {
+						s.member.Kill()
+						err = g.replace(s)
+						break
+					}
+				}
+			}
+			time.Sleep(pastTheLease)
+			l.proxy.Forward()
+			return t, err
+		}},
 	{Name: "edit-annotations", What: "a third party adds annotations (nothing may change)",
 		Inject: func(g *group, _ *slot, round int) (Instant, error) {
 			return g.editLease(func(l *coordinationv1.Lease) {
@@ -204,6 +233,24 @@ func (g *group) editLeaseOnce(change func(*coordinationv1.Lease)) (Instant, erro
 // rotateToken revokes s's token (its ServiceAccount is deleted and made
 // again, which kills every token bound to the old one), mints a new one and
 // writes it to s's token file, as the kubelet rotates a projected token.
+// reapplyWithoutHolder deletes the Lease and creates it again from a
+// manifest with no holder, as `kubectl replace --force` of a pre-created
+// Lease or a GitOps tool's delete and apply would.
+func (g *group) reapplyWithoutHolder() error {
+	ctx, cancel := requestContext()
+	defer cancel()
+	leases := g.h.admin.CoordinationV1().Leases(g.ns)
+	if err := leases.Delete(ctx, g.lease, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	fifteen := int32(15)
+	_, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: g.lease, Namespace: g.ns},
+		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: &fifteen},
+	}, metav1.CreateOptions{})
+	return err
+}
+
 func (g *group) rotateToken(s *slot) error {
 	ctx, cancel := requestContext()
 	defer cancel()

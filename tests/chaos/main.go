@@ -42,11 +42,11 @@ var (
 			{"kill9", 3}, {"sigterm", 3}, {"sigterm-anon", 2}, {"resign-grpc", 3}, {"resign-http", 3},
 			{"sigstop", 3}, {"blackhole", 3}, {"latency", 2}, {"apiserver-restart", 2}, {"delete", 3},
 			{"edit-holder", 3}, {"edit-duration", 2}, {"edit-annotations", 3}, {"conflicts", 3},
-			{"token-rotation", 3},
+			{"token-rotation", 3}, {"reapply-cut-off", 2}, {"edit-duration-new-member", 2},
 		},
 		"nowatch": {
 			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"resign-grpc", 3}, {"sigstop", 2},
-			{"blackhole", 3}, {"edit-holder", 2},
+			{"blackhole", 3}, {"edit-holder", 2}, {"reapply-cut-off", 2},
 		},
 		"mixed": {
 			{"kill9", 4}, {"sigterm", 4}, {"sigstop", 2}, {"blackhole", 2}, {"apiserver-restart", 1},
