@@ -54,8 +54,12 @@ struct ApiHooks {
 // the servers.
 struct ApiContext {
   LeadershipPublisher* publisher = nullptr;  // required
-  const Clock* clock = nullptr;              // required
-  Metrics* metrics = nullptr;                // required
+  // What answers are computed on: validity, is_leader, promise expiry.
+  const Clock* clock = nullptr;  // required
+  // What the servers' own waits run on: the watch refresher's period and
+  // a shutdown's deadline. Tests keep it real while they fake `clock`.
+  const Clock* wait_clock = SystemClock();
+  Metrics* metrics = nullptr;  // required
   ApiHooks hooks;
 };
 

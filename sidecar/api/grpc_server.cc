@@ -24,13 +24,14 @@ int Millis(absl::Duration d) {
 
 GrpcServer::GrpcServer(GrpcServerOptions options, const ApiContext* context)
     : options_(std::move(options)),
+      context_(context),
       service_(LeaderElectionServiceOptions{options_.max_watchers, options_.min_heartbeat_interval,
                                             options_.fanout_threads},
                context),
       health_(options_.max_health_watchers, context),
       refresher_(context, options_.refresh_interval, [this] { return RefreshAll(); }) {}
 
-GrpcServer::~GrpcServer() { Shutdown(absl::Now()); }
+GrpcServer::~GrpcServer() { Shutdown(context_->wait_clock->Monotonic()); }
 
 absl::Status GrpcServer::Start() {
   grpc::ServerBuilder builder;
@@ -75,7 +76,7 @@ absl::Duration GrpcServer::RefreshAll() {
   return next_heartbeat;
 }
 
-void GrpcServer::Shutdown(absl::Time deadline) {
+void GrpcServer::Shutdown(MonoTime deadline) {
   absl::MutexLock shutdown_lock(&shutdown_mu_);
   if (shut_down_) return;
   shut_down_ = true;
@@ -88,8 +89,10 @@ void GrpcServer::Shutdown(absl::Time deadline) {
   RefreshAll();
   service_.FinishAll();
   health_.FinishAll();
-  // Waits for calls until the deadline, then cancels what is left.
-  server_->Shutdown(absl::ToChronoTime(deadline));
+  // Waits for calls until the deadline, then cancels what is left. gRPC
+  // takes a wall-clock deadline: it is made from the time left at the call.
+  const absl::Duration left = deadline - context_->wait_clock->Monotonic();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + std::max(left, absl::ZeroDuration())));
   server_->Wait();
   spdlog::info("event=grpc_stopped");
 }

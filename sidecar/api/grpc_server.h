@@ -95,8 +95,9 @@ class GrpcServer {
 
   // Refuses new streams, marks every health service NOT_SERVING, sends every
   // stream what it is owed, ends streams with OK, waits for calls to end
-  // until `deadline` (then cancels the rest), and stops. Idempotent; blocks.
-  void Shutdown(absl::Time deadline);
+  // until `deadline` on the context's wait_clock (then cancels the rest), and
+  // stops. Idempotent; blocks.
+  void Shutdown(MonoTime deadline);
 
  private:
   // Refreshes every watch stream; returns how long until the next heartbeat
@@ -104,6 +105,7 @@ class GrpcServer {
   absl::Duration RefreshAll();
 
   const GrpcServerOptions options_;
+  const ApiContext* const context_;
   LeaderElectionService service_;
   HealthService health_;
   std::unique_ptr<grpc::Server> server_;

@@ -481,7 +481,7 @@ TEST_F(GrpcServerTest, ShutdownSendsSteppingDownThenEndsStreamsWithOk) {
   Leadership stepping_down = Leading(env_.clock, 5);
   stepping_down.stepping_down = true;
   env_.publisher.Publish(stepping_down);
-  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(5));
   for (auto& w : watchers) {
     std::optional<v1::WatchLeadershipResponse> last = w->Next();
     ASSERT_TRUE(last);
@@ -568,7 +568,7 @@ TEST_F(GrpcServerTest, ShutdownTellsHealthWatchersNotServingThenEndsThemWithOk) 
   HealthWatchClient leader(health_stub_.get(), "leader");
   ASSERT_EQ(live.NextStatus(), HealthResponse::SERVING);
   ASSERT_EQ(leader.NextStatus(), HealthResponse::SERVING);
-  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(5));
   for (HealthWatchClient* w : {&live, &leader}) {
     EXPECT_EQ(w->NextStatus(), HealthResponse::NOT_SERVING);
     std::optional<grpc::Status> status = w->Status();

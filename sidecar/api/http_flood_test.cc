@@ -177,7 +177,7 @@ TEST(HttpFloodTest, HealthzAnswersWithinBudgetWhileThousandsOfConnectionsMisbeha
   EXPECT_LT(median, kProbeBudget) << "over " << probes << " probes; slowest " << slowest;
   // The oldest flooding connection was evicted, not kept until its timeout.
   EXPECT_TRUE(first.WaitClosed(absl::Milliseconds(100)));
-  server.Shutdown(absl::Now() + absl::Seconds(1));
+  server.Shutdown(SystemClock()->Monotonic() + absl::Seconds(1));
 }
 
 }  // namespace

@@ -414,7 +414,7 @@ HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
                                                 [this] { return watches_->Refresh(); });
 }
 
-HttpServer::~HttpServer() { Shutdown(absl::Now()); }
+HttpServer::~HttpServer() { Shutdown(context_->wait_clock->Monotonic()); }
 
 absl::Status HttpServer::Start() {
   net::ip::address ip;
@@ -556,7 +556,7 @@ void HttpServer::Forget(const Session* session) {
   sessions_.erase(it);
 }
 
-void HttpServer::Shutdown(absl::Time deadline) {
+void HttpServer::Shutdown(MonoTime deadline) {
   std::vector<std::shared_ptr<Session>> live;
   {
     absl::MutexLock lock(&mu_);
@@ -587,7 +587,9 @@ void HttpServer::Shutdown(absl::Time deadline) {
   {
     absl::MutexLock lock(&mu_);
     auto all_closed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return sessions_.empty(); };
-    if (!threads_.empty()) mu_.AwaitWithDeadline(absl::Condition(&all_closed), deadline);
+    if (!threads_.empty()) {
+      context_->wait_clock->AwaitUntil(&mu_, absl::Condition(&all_closed), deadline);
+    }
   }
   ioc_.stop();
   for (std::thread& t : threads_) t.join();

@@ -135,9 +135,10 @@ class HttpServer {
 
   // Stops accepting, closes idle connections, sends every event stream what
   // it is owed and ends it, lets answers being written finish (with
-  // Connection: close) until `deadline`, then closes whatever is left and
-  // joins the threads. Idempotent. Blocks until done.
-  void Shutdown(absl::Time deadline);
+  // Connection: close) until `deadline` on the context's wait_clock, then
+  // closes whatever is left and joins the threads. Idempotent. Blocks until
+  // done.
+  void Shutdown(MonoTime deadline);
 
  private:
   class Session;

@@ -139,7 +139,7 @@ TEST_F(HttpServerTest, LeaderAnswersNeverOutliveTheGuarantee) {
 }
 
 TEST_F(HttpServerTest, LeaderAnswersAreFreshWithoutAReuseWindow) {
-  server_->Shutdown(absl::Now());
+  server_->Shutdown(SystemClock()->Monotonic());
   HttpServerOptions options = TestOptions();
   options.leader_cache_window = absl::ZeroDuration();
   StartServer(options);
@@ -347,7 +347,7 @@ TEST_F(HttpServerTest, TricklingClientIsCutOffToo) {
 }
 
 TEST_F(HttpServerTest, IdleKeepAliveConnectionsAreClosedAfterTheIdleTimeout) {
-  server_->Shutdown(absl::Now() + absl::Seconds(1));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(1));
   HttpServerOptions options = TestOptions();
   options.idle_timeout = absl::Milliseconds(200);
   StartServer(options);
@@ -378,7 +378,7 @@ TEST_F(HttpServerTest, AThousandIdleConnectionsDoNotLockOutOthers) {
 }
 
 TEST_F(HttpServerTest, AtTheLimitTheConnectionWaitingLongestIsEvictedEvenMidRequest) {
-  server_->Shutdown(absl::Now() + absl::Seconds(1));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(1));
   HttpServerOptions options = TestOptions();
   options.max_connections = 2;
   options.request_timeout = absl::Seconds(5);
@@ -420,7 +420,7 @@ TEST_F(HttpServerTest, ShutdownClosesIdleConnectionsAndReturns) {
     ASSERT_EQ(conns.back()->RoundTrip(Get("/leader"))->result(), http::status::ok);
   }
   const absl::Time start = absl::Now();
-  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(5));
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
   for (auto& c : conns) EXPECT_TRUE(c->WaitClosed(absl::Seconds(1)));
   RawHttpConnection after(server_->port());

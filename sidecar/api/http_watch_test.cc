@@ -360,7 +360,7 @@ TEST_F(HttpWatchTest, StepDownReachesEveryStreamBeforeTheReleaseItsPromisesHoldB
   env_.publisher.Publish(Following(env_.clock, "", 5));  // the release
   for (auto& w : watchers) EXPECT_EQ(NextLeadership(*w)["holderIdentity"].as_string(), "");
 
-  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(5));
   for (auto& w : watchers) {
     EXPECT_FALSE(w->NextEvent(absl::Seconds(1)));
     EXPECT_TRUE(w->ended());
@@ -376,7 +376,7 @@ TEST_F(HttpWatchTest, ShutdownSendsWhatIsOwedThenEndsEveryStream) {
   }
   // Stepping down and closing the servers with no pause in between.
   env_.publisher.StepDown();
-  server_->Shutdown(absl::Now() + absl::Seconds(5));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(5));
   for (auto& w : watchers) {
     EXPECT_TRUE(NextLeadership(*w)["steppingDown"].as_bool());
     EXPECT_FALSE(w->NextEvent(absl::Seconds(1)));
@@ -386,7 +386,7 @@ TEST_F(HttpWatchTest, ShutdownSendsWhatIsOwedThenEndsEveryStream) {
 }
 
 TEST_F(HttpWatchTest, ShutdownRefusesNewStreams) {
-  server_->Shutdown(absl::Now() + absl::Seconds(1));
+  server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(1));
   RawHttpConnection late(server_->port());
   EXPECT_FALSE(late.RoundTrip(Get("/leader/watch"), absl::Milliseconds(500)));
 }

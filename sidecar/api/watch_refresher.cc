@@ -32,9 +32,11 @@ absl::Duration WatchRefresher::RunOnce() {
 void WatchRefresher::Loop() {
   for (;;) {
     const absl::Duration wait = RunOnce();
+    const Clock& clock = *context_->wait_clock;
+    const MonoTime until = clock.Monotonic() + wait;
     absl::MutexLock lock(&mu_);
     auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return wake_ || stop_; };
-    mu_.AwaitWithTimeout(absl::Condition(&woken), wait);
+    clock.AwaitUntil(&mu_, absl::Condition(&woken), until);
     if (stop_) return;
     wake_ = false;
   }

@@ -9,7 +9,7 @@
 //  * and at least every `interval` (which is how streams that watch the
 //    daemon's hooks, not the snapshot, notice a change).
 // Each run looks at the state at that moment and sends every stream what it
-// is owed.
+// is owed. The thread waits on the context's wait_clock.
 //
 // Start at most once, then Stop (idempotent), from any thread but not
 // concurrently with each other.

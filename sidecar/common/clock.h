@@ -9,6 +9,11 @@
 //   (acquireTime, renewTime), which other clients read. baton never compares a
 //   Lease's wall-clock time with its own to decide anything.
 //
+// Waiting is part of the clock too (AwaitUntil, SleepUntil), so that a
+// deadline is always kept on the clock it was computed on: production code
+// never uses absl's timed waits or absl::SleepFor, which Debian 12's Abseil
+// runs on the wall clock (boottime_timer.h says why that matters).
+//
 // Production code uses SystemClock(); tests use FakeClock (fake_clock.h).
 #ifndef BATON_SIDECAR_COMMON_CLOCK_H_
 #define BATON_SIDECAR_COMMON_CLOCK_H_
@@ -26,6 +31,9 @@ class MonoTime {
  public:
   constexpr MonoTime() = default;
   static constexpr MonoTime FromSinceOrigin(absl::Duration d) { return MonoTime(d); }
+  // Later than every other time: a deadline that never passes. Adding a
+  // duration to it leaves it infinite.
+  static constexpr MonoTime InfiniteFuture() { return MonoTime(absl::InfiniteDuration()); }
 
   // Time since the clock's arbitrary origin (boot, for the system clock).
   constexpr absl::Duration SinceOrigin() const { return since_origin_; }
@@ -60,12 +68,20 @@ class Clock {
   // Blocks until `cond` holds or Monotonic() reaches `deadline`, like
   // absl::Mutex::AwaitWithDeadline but on this clock. `mu` must be held; it
   // is released while waiting and held again on return. Returns cond's value.
-  // Anything that makes `cond` true must do so under `mu`.
+  // Anything that makes `cond` true must do so under `mu`. With
+  // MonoTime::InfiniteFuture() it waits for `cond` alone. Once it returns,
+  // the clock keeps no reference to `mu` or `cond`.
   virtual bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond, MonoTime deadline) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) = 0;
+
+  // Blocks until Monotonic() reaches `deadline`. Nothing wakes it earlier.
+  void SleepUntil(MonoTime deadline) const;
 };
 
-// The process-wide real clock (CLOCK_BOOTTIME and CLOCK_REALTIME). Never null.
+// The process-wide real clock: CLOCK_BOOTTIME for Monotonic() and for
+// waiting (BoottimeTimer, so that neither a wall-clock step nor a suspend
+// delays a wait), CLOCK_REALTIME for Wall(). Never null. The first call
+// starts the timer's thread.
 Clock* SystemClock();
 
 }  // namespace baton

@@ -4,7 +4,8 @@
 // lets a test skew the wall clock alone, to prove it does not matter.
 // AwaitUntil waits until the condition holds or a test has advanced the clock
 // to the deadline: a thread waiting on this clock moves exactly when the test
-// moves time, never with the real one.
+// moves time, never with the real one. As with the real clock, a waiter's
+// mutex may be destroyed as soon as its AwaitUntil returns.
 #ifndef BATON_SIDECAR_COMMON_FAKE_CLOCK_H_
 #define BATON_SIDECAR_COMMON_FAKE_CLOCK_H_
 
@@ -37,13 +38,34 @@ class FakeClock final : public Clock {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     {
       absl::MutexLock lock(&mu_);
-      ++waiters_[mu];
+      ++waiters_[mu].waiting;
     }
     auto done = [&] { return cond.Eval() || Monotonic() >= deadline; };
     mu->Await(absl::Condition(&done));
+    bool pinned;
     {
       absl::MutexLock lock(&mu_);
-      if (--waiters_[mu] == 0) waiters_.erase(mu);
+      Waiter& w = waiters_[mu];
+      --w.waiting;
+      pinned = w.pins > 0;
+      if (!pinned && w.waiting == 0) waiters_.erase(mu);
+    }
+    if (pinned) {
+      // An Advance is about to lock `mu` to wake its waiters (or is waiting
+      // for it): let it finish first, so that `mu` may be destroyed as soon
+      // as this returns.
+      mu->Unlock();
+      {
+        absl::MutexLock lock(&mu_);
+        auto unpinned = [this, mu]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          auto it = waiters_.find(mu);
+          return it == waiters_.end() || it->second.pins == 0;
+        };
+        mu_.Await(absl::Condition(&unpinned));
+        auto it = waiters_.find(mu);
+        if (it != waiters_.end() && it->second.waiting == 0) waiters_.erase(it);
+      }
+      mu->Lock();
     }
     return cond.Eval();
   }
@@ -55,12 +77,18 @@ class FakeClock final : public Clock {
       absl::MutexLock lock(&mu_);
       mono_ += d;
       wall_ += d;
-      for (const auto& [waiter, n] : waiters_) waiting.push_back(waiter);
+      for (auto& [waiter, w] : waiters_) {
+        ++w.pins;  // keeps `waiter` alive until it is unpinned below
+        waiting.push_back(waiter);
+      }
     }
     // absl re-evaluates a waiter's condition when its mutex is released.
     for (absl::Mutex* waiter : waiting) {
       waiter->Lock();
       waiter->Unlock();
+      absl::MutexLock lock(&mu_);
+      auto it = waiters_.find(waiter);
+      if (--it->second.pins == 0 && it->second.waiting == 0) waiters_.erase(it);
     }
   }
   // Sets the wall clock alone (skew, NTP steps).
@@ -73,8 +101,13 @@ class FakeClock final : public Clock {
   mutable absl::Mutex mu_;
   MonoTime mono_ ABSL_GUARDED_BY(mu_);
   absl::Time wall_ ABSL_GUARDED_BY(mu_);
-  // Mutexes that AwaitUntil callers wait on, with how many wait on each.
-  mutable std::map<absl::Mutex*, int> waiters_ ABSL_GUARDED_BY(mu_);
+  struct Waiter {
+    int waiting = 0;  // AwaitUntil calls on the mutex
+    int pins = 0;     // Advance calls about to lock it
+  };
+  // Mutexes that AwaitUntil callers wait on. An entry stays while anyone
+  // waits on its mutex or an Advance has yet to lock it.
+  mutable std::map<absl::Mutex*, Waiter> waiters_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace baton

@@ -52,11 +52,13 @@ class Candidate {
 
   // Waits until the published snapshot satisfies `pred`.
   bool WaitUntil(const std::function<bool(const Leadership&)>& pred) {
-    const absl::Time deadline = absl::Now() + kPatience;
+    // Patience is real time, whatever clock the candidate runs on.
+    const Clock& real = *SystemClock();
+    const MonoTime deadline = real.Monotonic() + kPatience;
     LeadershipPublisher::Versioned v = publisher_.Current();
     while (!pred(v.leadership)) {
-      if (absl::Now() >= deadline) return false;
-      v = publisher_.WaitForChange(v.version, deadline);
+      if (real.Monotonic() >= deadline) return false;
+      v = publisher_.WaitForChange(v.version, deadline, real);
     }
     return true;
   }

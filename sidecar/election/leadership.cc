@@ -158,12 +158,12 @@ LeadershipPublisher::Versioned LeadershipPublisher::Current() const {
   return current_;
 }
 
-LeadershipPublisher::Versioned LeadershipPublisher::WaitForChange(uint64_t after,
-                                                                  absl::Time deadline) const {
+LeadershipPublisher::Versioned LeadershipPublisher::WaitForChange(uint64_t after, MonoTime deadline,
+                                                                  const Clock& clock) const {
   absl::MutexLock lock(&mu_);
   auto changed = [this, after]()
                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return current_.version > after; };
-  mu_.AwaitWithDeadline(absl::Condition(&changed), deadline);
+  clock.AwaitUntil(&mu_, absl::Condition(&changed), deadline);
   return current_;
 }
 

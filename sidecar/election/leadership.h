@@ -173,9 +173,9 @@ class LeadershipPublisher {
   // ledger is about another term).
   std::optional<MonoTime> OutstandingUntil(int64_t token, MonoTime now) const;
 
-  // Blocks until the version exceeds `after` or `deadline` passes; returns the
-  // current snapshot either way.
-  Versioned WaitForChange(uint64_t after, absl::Time deadline) const;
+  // Blocks until the version exceeds `after` or `clock` reaches `deadline`;
+  // returns the current snapshot either way.
+  Versioned WaitForChange(uint64_t after, MonoTime deadline, const Clock& clock) const;
 
   // Registers `cb` to run after every change; returns an id for Unsubscribe.
   // After Unsubscribe returns, `cb` is not running and will not run again,

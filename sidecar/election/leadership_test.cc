@@ -81,22 +81,35 @@ TEST(LeadershipPublisherTest, CallbackMayUnsubscribeItself) {
 }
 
 TEST(LeadershipPublisherTest, WaitForChangeWakesOnPublish) {
+  FakeClock clock;  // never advanced: only the publish can end the wait
   LeadershipPublisher pub(Leadership{});
   std::thread publisher([&] {
     Leadership l;
     l.holder_identity = "a";
     pub.Publish(l);
   });
-  auto v = pub.WaitForChange(1, absl::Now() + absl::Seconds(10));
+  auto v = pub.WaitForChange(1, clock.Monotonic() + absl::Seconds(10), clock);
   publisher.join();
   EXPECT_EQ(v.version, 2u);
   EXPECT_EQ(v.leadership.holder_identity, "a");
 }
 
-TEST(LeadershipPublisherTest, WaitForChangeReturnsAtDeadline) {
+TEST(LeadershipPublisherTest, WaitForChangeReturnsAtTheDeadlineOfItsClock) {
+  FakeClock clock;
   LeadershipPublisher pub(Leadership{});
-  auto v = pub.WaitForChange(1, absl::Now() + absl::Milliseconds(20));
+  std::thread advancer([&] { clock.Advance(absl::Seconds(10)); });
+  auto v = pub.WaitForChange(1, clock.Monotonic() + absl::Seconds(10), clock);
+  advancer.join();
   EXPECT_EQ(v.version, 1u);
+}
+
+TEST(LeadershipPublisherTest, WaitForChangeReturnsAtTheDeadlineOfTheSystemClock) {
+  Clock* clock = SystemClock();
+  LeadershipPublisher pub(Leadership{});
+  const MonoTime deadline = clock->Monotonic() + absl::Milliseconds(20);
+  auto v = pub.WaitForChange(1, deadline, *clock);
+  EXPECT_EQ(v.version, 1u);
+  EXPECT_GE(clock->Monotonic(), deadline);
 }
 
 // --- The promise ledger and the step-down mark -----------------------------

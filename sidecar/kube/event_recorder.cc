@@ -38,13 +38,15 @@ std::string EventJson(const EventRecorderOptions& options, const EventRecord& re
 
 }  // namespace
 
-EventRecorder::EventRecorder(std::unique_ptr<KubeClient> client, EventRecorderOptions options)
+EventRecorder::EventRecorder(std::unique_ptr<KubeClient> client, EventRecorderOptions options,
+                             const Clock* clock)
     : client_(std::move(client)),
       options_(std::move(options)),
+      clock_(clock),
       tokens_(options_.burst),
-      last_refill_(absl::Now()) {}
+      last_refill_(clock->Monotonic()) {}
 
-EventRecorder::~EventRecorder() { Stop(absl::Now()); }
+EventRecorder::~EventRecorder() { Stop(clock_->Monotonic()); }
 
 void EventRecorder::Start() {
   worker_ = std::thread([this] { Run(); });
@@ -59,12 +61,12 @@ void EventRecorder::Record(EventRecord record) {
   queue_.push_back(std::move(record));
 }
 
-void EventRecorder::Stop(absl::Time deadline) {
+void EventRecorder::Stop(MonoTime deadline) {
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
     if (worker_.joinable()) {
-      mu_.AwaitWithDeadline(absl::Condition(this, &EventRecorder::DrainedLocked), deadline);
+      clock_->AwaitUntil(&mu_, absl::Condition(this, &EventRecorder::DrainedLocked), deadline);
     }
     counts_.dropped += queue_.size();
     queue_.clear();
@@ -83,7 +85,7 @@ EventRecorder::Counts EventRecorder::counts() const {
   return counts_;
 }
 
-bool EventRecorder::TakeToken(absl::Time now) {
+bool EventRecorder::TakeToken(MonoTime now) {
   const double refilled = absl::FDivDuration(now - last_refill_, options_.refill);
   tokens_ = std::min<double>(options_.burst, tokens_ + refilled);
   last_refill_ = now;
@@ -101,7 +103,7 @@ void EventRecorder::Run() {
       if (stopped_) return;
       record = std::move(queue_.front());
       queue_.pop_front();
-      if (!TakeToken(absl::Now())) {
+      if (!TakeToken(clock_->Monotonic())) {
         ++counts_.dropped;
         continue;
       }
@@ -127,7 +129,7 @@ absl::Status EventRecorder::Send(const EventRecord& record) {
   const absl::StatusOr<boost::json::value> created = client_->Call(
       ApiVerb::kCreate,
       absl::StrCat("/apis/events.k8s.io/v1/namespaces/", options_.lease_namespace, "/events"),
-      EventJson(options_, record, absl::Now()));
+      EventJson(options_, record, clock_->Wall()));
   absl::Status status = created.status();
   if (status.ok()) {
     if (failing_) {

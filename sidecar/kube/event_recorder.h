@@ -21,6 +21,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "sidecar/common/clock.h"
 #include "sidecar/kube/kube_client.h"
 
 namespace baton::kube {
@@ -55,8 +56,11 @@ class EventRecorder {
     bool forbidden = false;
   };
 
-  EventRecorder(std::unique_ptr<KubeClient> client, EventRecorderOptions options);
-  // Stop(absl::Now()).
+  // `clock` (the rate limit, the Events' eventTime and Stop's deadline)
+  // must outlive the recorder.
+  EventRecorder(std::unique_ptr<KubeClient> client, EventRecorderOptions options,
+                const Clock* clock);
+  // Stop(clock->Monotonic()).
   ~EventRecorder();
 
   EventRecorder(const EventRecorder&) = delete;
@@ -69,11 +73,11 @@ class EventRecorder {
   // forbidden. Never blocks on I/O; thread-safe.
   void Record(EventRecord record);
 
-  // Stops the worker once what is queued has been sent, or at `deadline`:
-  // then what is still queued is dropped and a request in flight cancelled.
-  // Record() drops from the start of Stop. Blocks until the worker has
-  // exited. Idempotent.
-  void Stop(absl::Time deadline);
+  // Stops the worker once what is queued has been sent, or at `deadline` on
+  // the clock: then what is still queued is dropped and a request in flight
+  // cancelled. Record() drops from the start of Stop. Blocks until the
+  // worker has exited. Idempotent.
+  void Stop(MonoTime deadline);
 
   // Thread-safe.
   Counts counts() const;
@@ -83,11 +87,12 @@ class EventRecorder {
   bool HasWorkLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool DrainedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether the rate limit lets one more Event out at `now`; takes it if so.
-  bool TakeToken(absl::Time now);
+  bool TakeToken(MonoTime now);
   absl::Status Send(const EventRecord& record);
 
   const std::unique_ptr<KubeClient> client_;
   const EventRecorderOptions options_;
+  const Clock* const clock_;
 
   mutable absl::Mutex mu_;
   std::deque<EventRecord> queue_ ABSL_GUARDED_BY(mu_);
@@ -99,7 +104,7 @@ class EventRecorder {
 
   // The worker's own.
   double tokens_;
-  absl::Time last_refill_;
+  MonoTime last_refill_;
   bool failing_ = false;
   std::thread worker_;
 };

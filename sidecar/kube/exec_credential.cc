@@ -64,15 +64,17 @@ std::vector<char*> CStrings(std::vector<std::string>& strings) {
 
 // Waits for `pid` until `deadline`; kills it past that. Its exit status, or
 // -1 if it had to be killed.
-int Reap(pid_t pid, absl::Time deadline) {
+int Reap(pid_t pid, MonoTime deadline, const Clock& clock) {
+  constexpr absl::Duration kPollInterval = absl::Milliseconds(5);
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
-    if (absl::Now() >= deadline) {
+    const MonoTime now = clock.Monotonic();
+    if (now >= deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
       return -1;
     }
-    absl::SleepFor(absl::Milliseconds(5));
+    clock.SleepUntil(std::min(deadline, now + kPollInterval));
   }
   return status;
 }
@@ -129,7 +131,8 @@ std::string ExecInfo(const ExecPlugin& plugin, const RestConfig& config, bool in
   return boost::json::serialize(info);
 }
 
-absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Duration timeout) {
+absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Duration timeout,
+                                          const Clock& clock) {
   const ExecPlugin& plugin = *config.exec;
   const std::string name = absl::StrCat("exec plugin \"", plugin.command, "\"");
   const bool interactive = Interactive(plugin);
@@ -165,11 +168,14 @@ absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Durati
                      plugin.install_hint.empty() ? "" : absl::StrCat("\n", plugin.install_hint)));
   }
 
-  const absl::Time deadline = absl::Now() + timeout;
+  const MonoTime deadline = clock.Monotonic() + timeout;
   std::string out;
   absl::Status read_status;
   for (;;) {
-    const int64_t wait_ms = std::max<int64_t>(0, absl::ToInt64Milliseconds(deadline - absl::Now()));
+    // poll() times out on CLOCK_MONOTONIC, which no wall-clock step moves.
+    const int64_t wait_ms = std::max<int64_t>(
+        0,
+        absl::ToInt64Milliseconds(absl::Ceil(deadline - clock.Monotonic(), absl::Milliseconds(1))));
     pollfd p{fds[0], POLLIN, 0};
     const int ready = poll(&p, 1, static_cast<int>(std::min<int64_t>(wait_ms, 1 << 30)));
     if (ready < 0 && errno == EINTR) continue;
@@ -190,7 +196,7 @@ absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Durati
     }
   }
   close(fds[0]);
-  const int status = Reap(pid, read_status.ok() ? deadline : absl::Now());
+  const int status = Reap(pid, read_status.ok() ? deadline : clock.Monotonic(), clock);
   if (!read_status.ok()) return read_status;
   if (status == -1) {
     return absl::DeadlineExceededError(
@@ -207,8 +213,8 @@ absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Durati
 ExecCredentialSource::ExecCredentialSource(RestConfig config, const Clock& clock, Options options)
     : config_(std::move(config)), clock_(clock), options_([&] {
         if (!options.runner) {
-          options.runner = [timeout = options.timeout](const RestConfig& c) {
-            return RunExecPlugin(c, timeout);
+          options.runner = [timeout = options.timeout, &clock](const RestConfig& c) {
+            return RunExecPlugin(c, timeout, clock);
           };
         }
         return std::move(options);

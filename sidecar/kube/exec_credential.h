@@ -60,8 +60,9 @@ std::string ExecInfo(const ExecPlugin& plugin, const RestConfig& config, bool in
 // FailedPrecondition (cannot start: with the install hint; exits non-zero;
 // Always-interactive without a terminal), DeadlineExceeded past `timeout`
 // (the plugin is killed), ResourceExhausted for more than 1 MiB of output.
-// Blocks for at most `timeout`.
-absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Duration timeout);
+// Blocks for at most `timeout` on `clock`.
+absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Duration timeout,
+                                          const Clock& clock);
 
 // The credential of one kubeconfig user's plugin, for KubeClient.
 // Thread-safe; Current() blocks while the plugin runs (one run at a time,
@@ -75,12 +76,13 @@ class ExecCredentialSource {
   struct Options {
     // How long one run of the plugin may take (a browser login may be slow).
     absl::Duration timeout = absl::Minutes(2);
-    // Defaults to RunExecPlugin with `timeout`.
+    // Defaults to RunExecPlugin with `timeout` and the source's clock.
     Runner runner;
   };
 
   // `config.exec` must be set. `clock` (its wall time, which an
-  // expirationTimestamp is written in) must outlive this.
+  // expirationTimestamp is written in, and the plugin's timeout) must
+  // outlive this.
   ExecCredentialSource(RestConfig config, const Clock& clock, Options options);
   ExecCredentialSource(RestConfig config, const Clock& clock)
       : ExecCredentialSource(std::move(config), clock, Options()) {}

@@ -130,7 +130,8 @@ TEST_F(RunExecPluginTest, PassesArgsEnvAndExecInfoAndReturnsStdout) {
                                            R"(printf '%s %s' "$1" "$MODE")")));
   plugin.args = {"first", "second"};
   plugin.env = {{"MODE", "set-by-kubeconfig"}};
-  absl::StatusOr<std::string> out = RunExecPlugin(ConfigWith(plugin), absl::Seconds(10));
+  absl::StatusOr<std::string> out =
+      RunExecPlugin(ConfigWith(plugin), absl::Seconds(10), *SystemClock());
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(*out, "first set-by-kubeconfig");
   absl::StatusOr<std::string> seen = ReadFile(info);
@@ -141,27 +142,31 @@ TEST_F(RunExecPluginTest, PassesArgsEnvAndExecInfoAndReturnsStdout) {
 TEST_F(RunExecPluginTest, FailuresNameTheCommand) {
   ExecPlugin missing = Plugin(dir_ + "/absent");
   missing.install_hint = "ask the platform team";
-  const absl::Status not_found = RunExecPlugin(ConfigWith(missing), absl::Seconds(10)).status();
+  const absl::Status not_found =
+      RunExecPlugin(ConfigWith(missing), absl::Seconds(10), *SystemClock()).status();
   EXPECT_EQ(not_found.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(not_found.message()), HasSubstr(dir_ + "/absent\" cannot be run"));
   EXPECT_THAT(std::string(not_found.message()), HasSubstr("ask the platform team"));
 
   ExecPlugin failing = Plugin(Script("fail", "exit 3\n"));
-  const absl::Status exited = RunExecPlugin(ConfigWith(failing), absl::Seconds(10)).status();
+  const absl::Status exited =
+      RunExecPlugin(ConfigWith(failing), absl::Seconds(10), *SystemClock()).status();
   EXPECT_EQ(exited.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(exited.message()), HasSubstr("exited with code 3"));
 
   ExecPlugin slow = Plugin(Script("slow", "exec sleep 30\n"));
   const absl::Time start = absl::Now();
-  const absl::Status timed_out = RunExecPlugin(ConfigWith(slow), absl::Milliseconds(200)).status();
+  const absl::Status timed_out =
+      RunExecPlugin(ConfigWith(slow), absl::Milliseconds(200), *SystemClock()).status();
   EXPECT_EQ(timed_out.code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 
   ExecPlugin always = Plugin(Script("tty", "exit 0\n"), ExecPlugin::Interactive::kAlways);
   if (isatty(STDIN_FILENO) != 1) {
-    EXPECT_THAT(
-        std::string(RunExecPlugin(ConfigWith(always), absl::Seconds(10)).status().message()),
-        HasSubstr("needs a terminal"));
+    EXPECT_THAT(std::string(RunExecPlugin(ConfigWith(always), absl::Seconds(10), *SystemClock())
+                                .status()
+                                .message()),
+                HasSubstr("needs a terminal"));
   }
 }
 

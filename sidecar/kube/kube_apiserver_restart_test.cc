@@ -52,7 +52,7 @@ TEST_F(KubeControlPlaneTest, StoreAndWatcherSurviveARestartAndRecoverFromGoneVer
   options.min_backoff = absl::Milliseconds(100);
   options.max_backoff = absl::Seconds(1);
   LeaseWatcher watcher(
-      *KubeClient::Create(AdminConfig()), ns_, "lock",
+      *KubeClient::Create(AdminConfig()), ns_, "lock", SystemClock(),
       [&](const LeaseEvent& e) { log.Add(e.record); }, nullptr, options);
   watcher.Start();
   ASSERT_TRUE(log.WaitForHolder("a", absl::Seconds(10)));
@@ -93,7 +93,7 @@ TEST_F(KubeControlPlaneTest, StoreAndWatcherSurviveARestartAndRecoverFromGoneVer
   LeaseWatcherOptions late_options = options;
   late_options.start_resource_version = before_restart;
   LeaseWatcher late(
-      *KubeClient::Create(AdminConfig(), counting), ns_, "lock",
+      *KubeClient::Create(AdminConfig(), counting), ns_, "lock", SystemClock(),
       [&](const LeaseEvent& e) { late_log.Add(e.record); }, nullptr, late_options);
   late.Start();
   EXPECT_TRUE(late_log.WaitForHolder("after-restart", absl::Seconds(10)));

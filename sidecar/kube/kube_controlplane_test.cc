@@ -142,7 +142,7 @@ TEST_F(KubeControlPlaneTest, RoleWithoutTheVerbIsPermissionDenied) {
   LeaseWatcherOptions options;
   options.max_backoff = absl::Milliseconds(200);
   LeaseWatcher watcher(
-      *KubeClient::Create(*config), ns_, "lock", [](const LeaseEvent&) {},
+      *KubeClient::Create(*config), ns_, "lock", SystemClock(), [](const LeaseEvent&) {},
       [&](const absl::Status& s) {
         absl::MutexLock lock(&mu);
         if (!s.ok()) reported = s;
@@ -201,12 +201,12 @@ TEST_F(KubeControlPlaneTest, EventsOnTheLeaseWithTheRolesCreateEventsRule) {
   options.identity = "pod-a_x7k2q";
   options.burst = 2;
   options.refill = absl::Hours(1);
-  EventRecorder recorder(*KubeClient::Create(*config), options);
+  EventRecorder recorder(*KubeClient::Create(*config), options, SystemClock());
   recorder.Start();
   recorder.Record(LeaderEvent("pod-a_x7k2q became leader (fencing token 0)"));
   recorder.Record(LeaderEvent("second"));
   recorder.Record(LeaderEvent("third: beyond the burst"));
-  recorder.Stop(absl::Now() + absl::Seconds(10));
+  recorder.Stop(SystemClock()->Monotonic() + absl::Seconds(10));
   const EventRecorder::Counts counts = recorder.counts();
   EXPECT_EQ(counts.sent, 2u);
   EXPECT_EQ(counts.dropped, 1u);
@@ -239,7 +239,7 @@ TEST_F(KubeControlPlaneTest, ForbiddenEventsStopRecordingAndNothingElse) {
   options.lease_namespace = ns_;
   options.lease_name = "lock";
   options.identity = "pod-a_x7k2q";
-  EventRecorder recorder(*KubeClient::Create(*config), options);
+  EventRecorder recorder(*KubeClient::Create(*config), options, SystemClock());
   recorder.Start();
   recorder.Record(LeaderEvent("refused"));
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -248,7 +248,7 @@ TEST_F(KubeControlPlaneTest, ForbiddenEventsStopRecordingAndNothingElse) {
   ASSERT_TRUE(recorder.counts().forbidden);
   // Later records are dropped at once, without a request.
   for (int i = 0; i < 5; ++i) recorder.Record(LeaderEvent("dropped"));
-  recorder.Stop(absl::Now() + absl::Seconds(10));
+  recorder.Stop(SystemClock()->Monotonic() + absl::Seconds(10));
   EXPECT_EQ(recorder.counts().sent, 0u);
   EXPECT_EQ(recorder.counts().dropped, 6u);
   EXPECT_EQ(recorder.counts().failed, 0u);
@@ -311,7 +311,7 @@ TEST_F(KubeControlPlaneTest, WatchFollowsAnotherWriter) {
 
   WatchLog log;
   LeaseWatcher watcher(
-      *KubeClient::Create(AdminConfig()), ns_, "lock",
+      *KubeClient::Create(AdminConfig()), ns_, "lock", SystemClock(),
       [&](const LeaseEvent& e) { log.Add(e.record); }, nullptr);
   watcher.Start();
   ASSERT_TRUE(log.WaitForHolder("a", absl::Seconds(10)));

@@ -20,11 +20,12 @@ constexpr absl::Duration kMinHealthyWatch = absl::Seconds(1);
 }  // namespace
 
 LeaseWatcher::LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, std::string name,
-                           RecordCallback on_record, StatusCallback on_status,
+                           const Clock* clock, RecordCallback on_record, StatusCallback on_status,
                            LeaseWatcherOptions options)
     : client_(std::move(client)),
       ns_(std::move(ns)),
       name_(std::move(name)),
+      clock_(clock),
       on_record_(std::move(on_record)),
       on_status_(std::move(on_status)),
       options_(std::move(options)) {}
@@ -36,12 +37,24 @@ void LeaseWatcher::Start() {
 }
 
 void LeaseWatcher::Stop() {
-  if (!stop_.HasBeenNotified()) stop_.Notify();
+  {
+    absl::MutexLock lock(&mu_);
+    stop_ = true;
+  }
   client_->Cancel();
   if (thread_.joinable()) thread_.join();
 }
 
-bool LeaseWatcher::Wait(absl::Duration d) { return !stop_.WaitForNotificationWithTimeout(d); }
+bool LeaseWatcher::Stopped() const {
+  absl::MutexLock lock(&mu_);
+  return stop_;
+}
+
+bool LeaseWatcher::Wait(absl::Duration d) {
+  const MonoTime until = clock_->Monotonic() + d;
+  absl::MutexLock lock(&mu_);
+  return !clock_->AwaitUntil(&mu_, absl::Condition(&stop_), until);
+}
 
 void LeaseWatcher::Deliver(const LeaseEvent& event) {
   if (on_record_) on_record_(event);
@@ -135,10 +148,10 @@ void LeaseWatcher::Run() {
 
   std::string rv = options_.start_resource_version;
   bool synced = !rv.empty();
-  while (!stop_.HasBeenNotified()) {
+  while (!Stopped()) {
     if (!synced) {
       absl::Status read = Resync();
-      if (stop_.HasBeenNotified()) break;
+      if (Stopped()) break;
       if (!read.ok()) {
         spdlog::warn("event=lease_read_failed lease={}/{} error={} next=retry", ns_, name_,
                      LogValue(read.ToString()));
@@ -153,11 +166,11 @@ void LeaseWatcher::Run() {
       synced = true;
     }
 
-    const absl::Time started = absl::Now();
+    const MonoTime started = clock_->Monotonic();
     const bool from_now = rv.empty();
     bool opened = false;
     absl::Status s = WatchOnce(rv, opened);
-    if (stop_.HasBeenNotified()) break;
+    if (Stopped()) break;
     if (opened) backoff = options_.min_backoff;
     if (absl::IsFailedPrecondition(s) && !from_now) {
       spdlog::info("event=watch_expired lease={}/{} error={} next=reread", ns_, name_,
@@ -166,7 +179,7 @@ void LeaseWatcher::Run() {
       continue;
     }
     if (s.ok()) {
-      if (absl::Now() - started >= kMinHealthyWatch) continue;
+      if (clock_->Monotonic() - started >= kMinHealthyWatch) continue;
       s = absl::UnavailableError("watch ended at once");
     }
     spdlog::warn("event=watch_failed lease={}/{} error={} next=rewatch", ns_, name_,

@@ -38,10 +38,12 @@
 #include <string>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/notification.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "sidecar/common/clock.h"
 #include "sidecar/election/lease_record.h"
 #include "sidecar/kube/kube_client.h"
 
@@ -68,8 +70,9 @@ class LeaseWatcher {
 
   // Watches Lease `ns`/`name` through `client`, which the watcher owns: a
   // watch holds its connection for minutes, so give it a client of its own.
+  // Backoff waits on `clock`, which must outlive the watcher.
   LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, std::string name,
-               RecordCallback on_record, StatusCallback on_status,
+               const Clock* clock, RecordCallback on_record, StatusCallback on_status,
                LeaseWatcherOptions options = {});
   LeaseWatcher(const LeaseWatcher&) = delete;
   LeaseWatcher& operator=(const LeaseWatcher&) = delete;
@@ -94,17 +97,20 @@ class LeaseWatcher {
   void Deliver(const LeaseEvent& event);
   void Report(const absl::Status& status);
   // Waits `d` unless stopped first; false if stopped.
-  bool Wait(absl::Duration d);
+  bool Wait(absl::Duration d) ABSL_LOCKS_EXCLUDED(mu_);
+  bool Stopped() const ABSL_LOCKS_EXCLUDED(mu_);
   std::string WatchPath(const std::string& rv) const;
 
   const std::unique_ptr<KubeClient> client_;
   const std::string ns_;
   const std::string name_;
+  const Clock* const clock_;
   const RecordCallback on_record_;
   const StatusCallback on_status_;
   const LeaseWatcherOptions options_;
 
-  absl::Notification stop_;
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 
   // Used by the watcher thread only.

@@ -137,7 +137,7 @@ class LeaseWatcherTest : public ::testing::Test {
     options.max_backoff = absl::Milliseconds(50);
     options.start_resource_version = start_resource_version_;
     watcher_ = std::make_unique<LeaseWatcher>(
-        *KubeClient::Create(config, client_options), "ns", "lock",
+        *KubeClient::Create(config, client_options), "ns", "lock", SystemClock(),
         [this](const LeaseEvent& e) { recorder_.OnRecord(e); },
         [this](const absl::Status& s) { recorder_.OnStatus(s); }, options);
     watcher_->Start();

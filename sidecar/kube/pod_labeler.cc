@@ -73,10 +73,11 @@ absl::Status ValidateLabelKey(absl::string_view key) {
   return absl::OkStatus();
 }
 
-PodLabeler::PodLabeler(std::unique_ptr<KubeClient> client, PodLabelerOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {}
+PodLabeler::PodLabeler(std::unique_ptr<KubeClient> client, PodLabelerOptions options,
+                       const Clock* clock)
+    : client_(std::move(client)), options_(std::move(options)), clock_(clock) {}
 
-PodLabeler::~PodLabeler() { Stop(absl::Now()); }
+PodLabeler::~PodLabeler() { Stop(clock_->Monotonic()); }
 
 void PodLabeler::Start() {
   worker_ = std::thread([this] { Run(); });
@@ -89,11 +90,11 @@ void PodLabeler::SetLeading(bool leading) {
   ++generation_;
 }
 
-void PodLabeler::Stop(absl::Time deadline) {
+void PodLabeler::Stop(MonoTime deadline) {
   {
     absl::MutexLock lock(&mu_);
     if (worker_.joinable()) {
-      mu_.AwaitWithDeadline(absl::Condition(this, &PodLabeler::SettledLocked), deadline);
+      clock_->AwaitUntil(&mu_, absl::Condition(this, &PodLabeler::SettledLocked), deadline);
     }
     stopped_ = true;
   }
@@ -112,7 +113,7 @@ void PodLabeler::Run() {
     bool leading;
     {
       absl::MutexLock lock(&mu_);
-      mu_.AwaitWithDeadline(absl::Condition(this, &PodLabeler::HasWorkLocked), due_);
+      clock_->AwaitUntil(&mu_, absl::Condition(this, &PodLabeler::HasWorkLocked), due_);
       if (stopped_) return;
       taken_ = generation_;
       leading = leading_;
@@ -124,10 +125,10 @@ void PodLabeler::Run() {
     if (status.ok()) {
       applied_ = taken_;
       failed_for_good_ = false;
-      due_ = leading ? absl::Now() + options_.resync : absl::InfiniteFuture();
+      due_ = leading ? clock_->Monotonic() + options_.resync : MonoTime::InfiniteFuture();
     } else {
       failed_for_good_ = FailsForGood(status);
-      due_ = absl::Now() + options_.retry;
+      due_ = clock_->Monotonic() + options_.retry;
     }
   }
 }

@@ -36,6 +36,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "sidecar/common/clock.h"
 #include "sidecar/kube/kube_client.h"
 
 namespace baton::kube {
@@ -65,8 +66,10 @@ struct PodLabelerOptions {
 
 class PodLabeler {
  public:
-  PodLabeler(std::unique_ptr<KubeClient> client, PodLabelerOptions options);
-  // Stop(absl::Now()).
+  // The worker waits (retry, resync, Stop's deadline) on `clock`, which
+  // must outlive the labeler.
+  PodLabeler(std::unique_ptr<KubeClient> client, PodLabelerOptions options, const Clock* clock);
+  // Stop(clock->Monotonic()).
   ~PodLabeler();
 
   PodLabeler(const PodLabeler&) = delete;
@@ -81,9 +84,9 @@ class PodLabeler {
 
   // Stops the worker once this Pod's label is what the last SetLeading
   // asked for (or the attempt failed for good: forbidden, no such Pod), or
-  // at `deadline`, cancelling a request in flight. Blocks until the worker
-  // has exited. Idempotent.
-  void Stop(absl::Time deadline);
+  // at `deadline` on the clock, cancelling a request in flight. Blocks until
+  // the worker has exited. Idempotent.
+  void Stop(MonoTime deadline);
 
  private:
   void Run();
@@ -99,6 +102,7 @@ class PodLabeler {
 
   const std::unique_ptr<KubeClient> client_;
   const PodLabelerOptions options_;
+  const Clock* const clock_;
 
   mutable absl::Mutex mu_;
   bool leading_ ABSL_GUARDED_BY(mu_) = false;
@@ -110,8 +114,9 @@ class PodLabeler {
   // The last attempt failed in a way retrying will not fix by itself.
   bool failed_for_good_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
-  // When the worker acts again without news: a retry or a resync.
-  absl::Time due_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // When the worker acts again without news: a retry or a resync. The
+  // clock's origin is long past: at once.
+  MonoTime due_ ABSL_GUARDED_BY(mu_);
 
   // The worker's own: the step last logged as failing, so that a failure
   // is logged once in a row, and whether this Pod was last labelled (the

@@ -94,7 +94,7 @@ class PodLabelerTest : public KubeControlPlaneTest {
     options.lease = Lease();
     options.resync = resync;
     options.retry = absl::Milliseconds(100);
-    return std::make_unique<PodLabeler>(*std::move(client), std::move(options));
+    return std::make_unique<PodLabeler>(*std::move(client), std::move(options), SystemClock());
   }
 };
 
@@ -153,7 +153,7 @@ TEST_F(PodLabelerTest, StopWaitsUntilTheLabelIsOff) {
   labeler->SetLeading(true);
   AwaitLabelled({"a"});
   labeler->SetLeading(false);
-  labeler->Stop(absl::Now() + absl::Seconds(5));
+  labeler->Stop(SystemClock()->Monotonic() + absl::Seconds(5));
   EXPECT_THAT(Labelled(), IsEmpty());
 }
 
@@ -186,9 +186,10 @@ TEST_F(PodLabelerTest, WithoutPatchNothingChangesAndStopDoesNotWaitForIt) {
   labeler->SetLeading(true);
   absl::SleepFor(absl::Milliseconds(500));
   EXPECT_THAT(Labelled(), ElementsAre("a")) << "as it was";
-  const absl::Time start = absl::Now();
+  const MonoTime start = SystemClock()->Monotonic();
   labeler->Stop(start + absl::Seconds(5));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << "a 403 is not worth waiting for";
+  EXPECT_LT(SystemClock()->Monotonic() - start, absl::Seconds(1))
+      << "a 403 is not worth waiting for";
 }
 
 TEST_F(PodLabelerTest, APodNameThatNamesNoPodChangesNothing) {

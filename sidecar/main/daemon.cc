@@ -96,7 +96,8 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
     events_options.lease_namespace = config_.lease_namespace;
     events_options.lease_name = config_.lease_name;
     events_options.identity = config_.identity;
-    events_ = std::make_unique<kube::EventRecorder>(std::move(*events_client), events_options);
+    events_ =
+        std::make_unique<kube::EventRecorder>(std::move(*events_client), events_options, clock_);
     listener_.set_events(events_.get());
   }
   if (!config_.leader_label.empty()) {
@@ -110,7 +111,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
     label_options.lease = absl::StrCat(config_.lease_namespace, "/", config_.lease_name);
     label_options.resync = config_.timing.lease_duration;
     label_options.retry = config_.timing.retry_period;
-    labeler_ = std::make_unique<kube::PodLabeler>(std::move(*labels_client), label_options);
+    labeler_ = std::make_unique<kube::PodLabeler>(std::move(*labels_client), label_options, clock_);
     listener_.set_labeler(labeler_.get());
   }
 
@@ -130,6 +131,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
 
   api_context_.publisher = &publisher_;
   api_context_.clock = clock_;
+  api_context_.wait_clock = clock_;
   api_context_.metrics = &metrics_;
   api_context_.hooks.liveness = [this] { return Liveness(); };
   api_context_.hooks.readiness = [this] { return Readiness(); };
@@ -168,7 +170,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   // The elector orders what the watcher sees by resourceVersion and never
   // lets a watch event end its term, so the two may start in any order.
   watcher_ = std::make_unique<kube::LeaseWatcher>(
-      std::move(*watch_client), config_.lease_namespace, config_.lease_name,
+      std::move(*watch_client), config_.lease_namespace, config_.lease_name, clock_,
       [this](const LeaseEvent& event) { loop_->Observe(event); },
       [this](const absl::Status& status) { OnWatchStatus(status); });
   if (events_ != nullptr) events_->Start();
@@ -248,7 +250,7 @@ void Daemon::Stop(absl::Duration grace) {
                  absl::FormatDuration(grace));
   }
   if (watcher_ != nullptr) watcher_->Stop();
-  const absl::Time deadline = absl::Now() + grace;
+  const MonoTime deadline = clock_->Monotonic() + grace;
   // The leader label's removal (under way since the step-down), then the
   // stepped-down and released Events, if the API server takes them in time.
   if (labeler_ != nullptr) labeler_->Stop(deadline);

@@ -3,9 +3,9 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdint>
@@ -21,11 +21,18 @@
 namespace baton {
 namespace {
 
-// Milliseconds until `at`, rounded up, for poll(); -1 for never.
-int PollTimeout(MonoTime at, MonoTime now) {
-  if (at == run::MonoInfiniteFuture()) return -1;
-  const int64_t ms = absl::ToInt64Milliseconds(absl::Ceil(at - now, absl::Milliseconds(1)));
-  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60'000));
+// Sets `timer`, a CLOCK_BOOTTIME timerfd, to go off at `at` (the daemon's
+// clock is CLOCK_BOOTTIME), or disarms it for an infinite `at`. The loop
+// sleeps on it rather than on a poll() timeout, which counts
+// CLOCK_MONOTONIC and so would stop during a suspend.
+bool ArmAt(int timer, MonoTime at) {
+  itimerspec spec = {};  // zero: disarmed
+  if (at != run::MonoInfiniteFuture()) {
+    // Zero would disarm it; the origin (boot) is long past anyway.
+    spec.it_value = at.SinceOrigin() > absl::ZeroDuration() ? absl::ToTimespec(at.SinceOrigin())
+                                                            : timespec{0, 1};
+  }
+  return timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr) == 0;
 }
 
 // A file descriptor closed on destruction.
@@ -49,7 +56,8 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
                const sigset_t& shutdown_signals) {
   const Fd signals(signalfd(-1, &shutdown_signals, SFD_CLOEXEC | SFD_NONBLOCK));
   const Fd changes(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (signals.get() < 0 || changes.get() < 0) {
+  const Fd timer(timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK));
+  if (signals.get() < 0 || changes.get() < 0 || timer.get() < 0) {
     spdlog::error("event=start_failed error={} next=exit", LogValue(ErrnoText(errno)));
     return 1;
   }
@@ -69,13 +77,22 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
   run::ProcessSupervisor supervisor;
   run::Runner runner(std::move(options), daemon.clock(), daemon.publisher(), &supervisor);
 
+  bool timer_failed = false;
   for (;;) {
     const MonoTime wake = runner.Poll();
     if (runner.exit_code().has_value()) break;
-    pollfd fds[3] = {
-        {signals.get(), POLLIN, 0}, {changes.get(), POLLIN, 0}, {supervisor.exit_fd(), POLLIN, 0}};
-    const int n = poll(fds, supervisor.exit_fd() >= 0 ? 3 : 2,
-                       PollTimeout(wake, daemon.clock()->Monotonic()));
+    pollfd fds[4] = {{signals.get(), POLLIN, 0},
+                     {changes.get(), POLLIN, 0},
+                     {timer.get(), POLLIN, 0},
+                     {supervisor.exit_fd(), POLLIN, 0}};
+    if (!ArmAt(timer.get(), wake) && !timer_failed) {
+      timer_failed = true;
+      spdlog::error("event=timer_failed error={} next=\"stop the command, release, exit\"",
+                    LogValue(ErrnoText(errno)));
+      runner.Shutdown();
+    }
+    // Without a timer, look again every 100 ms until the command is gone.
+    const int n = poll(fds, supervisor.exit_fd() >= 0 ? 4 : 3, timer_failed ? 100 : -1);
     if (n < 0 && errno != EINTR) {
       spdlog::error("event=poll_failed error={} next=\"stop the command, release, exit\"",
                     LogValue(ErrnoText(errno)));
@@ -96,7 +113,11 @@ int RunCommand(const SidecarConfig& config, kube::RestConfig rest, run::Runner::
       uint64_t count;
       (void)!read(changes.get(), &count, sizeof(count));
     }
-    if (supervisor.exit_fd() >= 0 && (fds[2].revents & POLLIN)) {
+    if (fds[2].revents & POLLIN) {
+      uint64_t expirations;
+      (void)!read(timer.get(), &expirations, sizeof(expirations));
+    }
+    if (supervisor.exit_fd() >= 0 && (fds[3].revents & POLLIN)) {
       if (std::optional<run::ExitStatus> status = supervisor.Reap()) runner.OnChildExit(*status);
     }
   }

@@ -1,9 +1,11 @@
 #include "sidecar/run/supervisor.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,10 +25,26 @@ namespace {
 
 int64_t Nanos(MonoTime t) { return absl::ToInt64Nanoseconds(t.SinceOrigin()); }
 
+// Sets `timer` (a CLOCK_BOOTTIME timerfd) to go off at `at` nanoseconds.
+bool ArmAt(int timer, int64_t at) {
+  itimerspec spec = {};
+  spec.it_value.tv_sec = static_cast<time_t>(at / 1000000000);
+  spec.it_value.tv_nsec = static_cast<long>(at % 1000000000);  // NOLINT(google-runtime-int)
+  if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+  return timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr) == 0;
+}
+
 // The watchdog's whole life, in the forked copy of a multi-threaded process:
-// async-signal-safe calls only (no allocation, no locks, no logging).
-[[noreturn]] void WatchdogMain(int fd, pid_t pgid, int64_t kill_at) {
+// async-signal-safe calls only (no allocation, no locks, no logging). It
+// sleeps on `timer`, a timerfd on CLOCK_BOOTTIME set for the deadline
+// itself, so that neither a suspend nor a wall-clock step lets the child
+// run past it.
+[[noreturn]] void WatchdogMain(int fd, int timer, pid_t pgid, int64_t kill_at) {
   for (;;) {
+    if (!ArmAt(timer, kill_at)) {  // it could not keep the deadline
+      kill(-pgid, SIGKILL);
+      _exit(1);
+    }
     timespec ts;
     clock_gettime(CLOCK_BOOTTIME, &ts);
     const int64_t now = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
@@ -34,9 +52,13 @@ int64_t Nanos(MonoTime t) { return absl::ToInt64Nanoseconds(t.SinceOrigin()); }
       kill(-pgid, SIGKILL);
       _exit(0);
     }
-    const int64_t wait_ms = (kill_at - now + 999999) / 1000000;
-    pollfd p = {fd, POLLIN, 0};
-    if (poll(&p, 1, wait_ms > 1000 ? 1000 : static_cast<int>(wait_ms)) <= 0) continue;
+    pollfd p[2] = {{fd, POLLIN, 0}, {timer, POLLIN, 0}};
+    if (poll(p, 2, -1) <= 0) continue;
+    if (p[1].revents & POLLIN) {
+      uint64_t expirations;
+      (void)!read(timer, &expirations, sizeof(expirations));
+    }
+    if (p[0].revents == 0) continue;
     int64_t values[64];
     const ssize_t n = read(fd, values, sizeof(values));
     if (n < 0) {
@@ -149,23 +171,38 @@ absl::Status ProcessSupervisor::StartWatchdog(pid_t pgid, MonoTime kill_by) {
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     return absl::InternalError(absl::StrCat("socketpair: ", ErrnoText(errno)));
   }
-  const pid_t pid = fork();
-  if (pid < 0) {
+  // Made here, where a failure can still be reported, not in the watchdog.
+  const int timer = timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC);
+  if (timer < 0) {
+    const int err = errno;
     close(fds[0]);
     close(fds[1]);
-    return absl::InternalError(absl::StrCat("fork: ", ErrnoText(errno)));
+    return absl::InternalError(absl::StrCat("timerfd_create: ", ErrnoText(err)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(fds[0]);
+    close(fds[1]);
+    close(timer);
+    return absl::InternalError(absl::StrCat("fork: ", ErrnoText(err)));
   }
   if (pid == 0) {
-    // Keep only its end (as fd 3) and stdio: baton's end, baton's
-    // sockets and everything else close, so that baton's death is seen as
-    // end-of-file and no port stays bound by the watchdog.
+    // Keep only its end of the socket (as fd 3), its timer (as fd 4) and
+    // stdio: baton's end, baton's sockets and everything else close, so
+    // that baton's death is seen as end-of-file and no port stays bound by
+    // the watchdog.
+    int moved_timer = timer;
+    if (moved_timer == 3) moved_timer = fcntl(timer, F_DUPFD, 5);
     if (fds[0] != 3) dup2(fds[0], 3);
-    syscall(SYS_close_range, 4, ~0U, 0);
+    if (moved_timer != 4) dup2(moved_timer, 4);
+    syscall(SYS_close_range, 5, ~0U, 0);
     // The watchdog must outlive baton: no PDEATHSIG, and it stays out of the
     // child's process group.
-    WatchdogMain(3, pgid, Nanos(kill_by));
+    WatchdogMain(3, 4, pgid, Nanos(kill_by));
   }
   close(fds[0]);
+  close(timer);
   watchdog_pid_ = pid;
   watchdog_fd_ = fds[1];
   return absl::OkStatus();

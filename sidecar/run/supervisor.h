@@ -13,7 +13,9 @@
 //     the child's whole process group when baton dies (its socket from
 //     baton reaches end-of-file) or when the deadline baton last gave it
 //     (ExtendDeadline) passes: this covers a baton that is paused (SIGSTOP,
-//     starved) while its child keeps running.
+//     starved) while its child keeps running. It sleeps on a CLOCK_BOOTTIME
+//     timerfd set for the deadline itself, so it kills on time even when
+//     the machine was suspended meanwhile.
 // Neither covers a SIGKILL of the watchdog itself together with a pause of
 // baton, or descendants that leave the process group (setsid); docs/run.md.
 //

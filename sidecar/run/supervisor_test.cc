@@ -145,6 +145,21 @@ TEST(ProcessSupervisorTest, WatchdogKillsTheGroupAtItsDeadline) {
   EXPECT_LT(took, absl::Milliseconds(1500));
 }
 
+TEST(ProcessSupervisorTest, AnEarlierDeadlineTakesEffectAtOnce) {
+  ProcessSupervisor s;
+  const MonoTime start = Now();
+  ASSERT_TRUE(s.Start(Spec({"sleep", "100"}, Far())).ok());
+  // A shorter validity (a renew deadline cut short) moves the watchdog's
+  // timer forward.
+  s.ExtendDeadline(start + absl::Milliseconds(200));
+  const std::optional<ExitStatus> status = AwaitExit(s, absl::Seconds(5));
+  const absl::Duration took = Now() - start;
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(status->signaled);
+  EXPECT_GE(took, absl::Milliseconds(200));
+  EXPECT_LT(took, absl::Milliseconds(1000));
+}
+
 // What kill -9 of baton leaves behind: nothing of the child's group.
 TEST(ProcessSupervisorTest, ChildAndItsGroupDieWithTheSupervisingProcess) {
   const std::string pidfile = TempPath("orphan");

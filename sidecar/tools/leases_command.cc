@@ -370,7 +370,7 @@ int Follow(const LeasesOptions& options, const Clock& clock, kube::KubeClient& c
     }
     err << "baton leases: watch: " << watched.message() << "; watching again in "
         << absl::FormatDuration(options.watch_retry_delay) << "\n";
-    absl::SleepFor(options.watch_retry_delay);
+    clock.SleepUntil(clock.Monotonic() + options.watch_retry_delay);
   }
   return kLeasesFailed;
 }

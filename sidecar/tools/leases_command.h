@@ -123,9 +123,9 @@ inline constexpr int kLeasesBadUsage = 2;  // flags that contradict each other
 // sidecar's own Role does not grant). Blocks for at most the client's
 // request timeout per page of 500 Leases. With options.watch it then writes
 // FormatLeaseChange() for every noteworthy change, watching again whenever
-// a watch ends or fails (listing again when its resourceVersion is too
-// old) and returns only when `out` fails or the watch is Forbidden. Returns
-// one of the exit codes above; expired Leases are not errors.
+// a watch ends or fails (after options.watch_retry_delay on `clock`; listing
+// again when its resourceVersion is too old) and returns only when `out` fails or the watch is
+// Forbidden. Returns one of the exit codes above; expired Leases are not errors.
 int RunLeases(const LeasesOptions& options, const Clock& clock, std::ostream& out,
               std::ostream& err);
 

@@ -138,7 +138,7 @@ int Run() {
   Leadership last = publisher.Current().leadership;
   last.stepping_down = true;
   publisher.Publish(last);
-  const absl::Time deadline = absl::Now() + absl::Seconds(2);
+  const MonoTime deadline = clock->Monotonic() + absl::Seconds(2);
   grpc.Shutdown(deadline);
   http.Shutdown(deadline);
   if (probes) probes->Shutdown(deadline);
