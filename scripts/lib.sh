@@ -156,3 +156,47 @@ copy_in() {
   return 1
 }
 
+# Rust (clients/rust): its crates.io dependencies, compiled, keyed by
+# Cargo.lock, Cargo.toml, the toolchain and the flags cargo takes from the
+# environment. A new target directory starts as a copy of them and cargo
+# compiles baton-client alone. (Not one target directory for every checkout:
+# cargo judges a path crate such as baton-client by mtimes, so a clone whose
+# files are older than another clone's build would take that build for its
+# own. Crates from crates.io are judged by version and flags, never by mtime.)
+rust_deps_key() {
+  {
+    rustc -vV && cargo -V && cat "$BATON_ROOT"/clients/rust/Cargo.lock "$BATON_ROOT"/clients/rust/Cargo.toml
+    env | grep -E '^(RUSTC|RUSTC_WRAPPER|RUSTFLAGS|CARGO_ENCODED_RUSTFLAGS|CARGO_BUILD_[A-Z_]*|CARGO_PROFILE_[A-Z_]*|CARGO_INCREMENTAL)=' | sort
+  } | cache_key
+}
+
+# rust_target_seed TARGET: when TARGET does not exist, starts it as a copy of
+# the cached dependencies (if there are any for this key).
+rust_target_seed() {
+  [[ -e $1 ]] && return 0
+  local entry
+  entry=$(cache_get rust "$(rust_deps_key)") || return 0
+  copy_in "$entry/target" "$1" || log "Rust: could not copy $entry; compiling every crate"
+}
+
+# rust_target_keep TARGET: after a build in TARGET, stores its compiled
+# dependencies (everything but baton-client's own units) when it has units
+# the cached ones lack (a new key; `cargo clippy` after `cargo build`).
+rust_target_keep() {
+  local key
+  key=$(rust_deps_key)
+  comm -23 <(find "$1/debug/.fingerprint" -mindepth 1 -maxdepth 1 ! -name 'baton-client-*' -printf '%f\n' 2>/dev/null | sort) \
+    <(find "$BATON_CACHE/rust/$key/target/debug/.fingerprint" -mindepth 1 -maxdepth 1 -printf '%f\n' 2>/dev/null | sort) |
+    grep -q . || return 0
+  BATON_CACHE_KEEP=2 cache_put rust "$key" "$1" -- rust_drop_own "$(basename "$1")"
+}
+# rust_drop_own NAME ENTRY: in the target directory ENTRY/NAME, renames it
+# "target" and removes baton-client's own units, and the incremental state
+# (only path crates have any; cargo clean -p leaves its build script's).
+rust_drop_own() {
+  local t=$2/target
+  [[ $1 == target ]] || mv -T "$2/$1" "$t" || return 1
+  (cd "$BATON_ROOT/clients/rust" && CARGO_TARGET_DIR=$t cargo clean --quiet --offline -p baton-client) &&
+    rm -rf "$t/debug/incremental" &&
+    ! find "$t/debug" -name '*baton*client*' -print -quit | grep -q .
+}
