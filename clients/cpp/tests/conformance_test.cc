@@ -20,6 +20,9 @@
 #include "gtest/gtest.h"
 #include "internal.h"
 
+// clients/conformance/vectors (conformance_vectors.cc, made by CMake).
+extern const char kBatonConformanceVectors[];
+
 namespace baton::client {
 namespace {
 
@@ -27,7 +30,7 @@ using google::protobuf::Struct;
 using google::protobuf::Value;
 
 Struct LoadVectors(const std::string& name) {
-  const std::string path = absl::StrCat(BATON_CONFORMANCE_VECTORS, "/", name);
+  const std::string path = absl::StrCat(kBatonConformanceVectors, "/", name);
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
