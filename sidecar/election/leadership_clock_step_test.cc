@@ -1,6 +1,7 @@
-// LeadershipPublisher::WaitForChange under a real wall-clock step. Steps
-// this machine's CLOCK_REALTIME (sidecar/common/testing/wall_clock_step.h):
-// needs CAP_SYS_TIME, skips without it, and runs alone (ctest -L clockstep).
+// LeadershipPublisher::WaitForChange, and a leader's election loop, under a
+// real wall-clock step. Steps this machine's CLOCK_REALTIME
+// (sidecar/common/testing/wall_clock_step.h): needs CAP_SYS_TIME, skips
+// without it, and runs alone (ctest -L clockstep).
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -10,6 +11,9 @@
 #include "gtest/gtest.h"
 #include "sidecar/common/clock.h"
 #include "sidecar/common/testing/wall_clock_step.h"
+#include "sidecar/election/election_loop.h"
+#include "sidecar/election/elector.h"
+#include "sidecar/election/fake_lease_store.h"
 #include "sidecar/election/leadership.h"
 
 namespace baton {
@@ -66,6 +70,57 @@ TEST(LeadershipPublisherClockStepTest, BackwardWallClockStepDoesNotDelayWaitForC
                        << absl::FormatDuration(took)
                        << " after it began, once the clock was put back)";
   EXPECT_GE(took, kWait) << "returned before its deadline";
+}
+
+// A leader on the real clock, renewing every 200 ms: the wall clock steps
+// back 30 s for 2 s, during which it must keep renewing (every timed wait of
+// the loop is on CLOCK_BOOTTIME) and keep leading.
+TEST(ElectionLoopClockStepTest, BackwardWallClockStepOf30sLeavesALeaderLeadingAndRenewing) {
+  std::string why_not;
+  if (!WallClockStep::CanStep(&why_not)) GTEST_SKIP() << why_not;
+  Clock* clock = SystemClock();
+  FakeLeaseStore store;
+  LeaseRecord released;  // taken at once; leads a renew deadline later
+  released.lease_duration_seconds = 1;
+  store.Set(released);
+  Elector::Options o;
+  o.identity = "me";
+  o.lease_name = "lock";
+  o.lease_namespace = "ns";
+  o.lease_duration = absl::Seconds(3);
+  o.renew_deadline = absl::Milliseconds(1500);
+  o.retry_period = absl::Milliseconds(200);
+  Elector elector(o, clock, &store);
+  LeadershipPublisher publisher(elector.Snapshot());
+  ElectionLoop loop(&elector, &publisher);
+  loop.Start();
+  auto leading = [&] { return publisher.Current().leadership.IsLeader(clock->Monotonic()); };
+  for (const MonoTime give_up = clock->Monotonic() + absl::Seconds(10);
+       !leading() && clock->Monotonic() < give_up;) {
+    SleepBoottime(absl::Milliseconds(20));
+  }
+  ASSERT_TRUE(leading());
+
+  const int renews_before = store.Calls(FakeLeaseStore::Verb::kUpdate);
+  bool led_throughout = true;
+  std::string step_error;
+  {
+    WallClockStep step(kStep);
+    if (step.ok()) {
+      for (const MonoTime end = clock->Monotonic() + absl::Seconds(2); clock->Monotonic() < end;) {
+        led_throughout = led_throughout && leading();
+        SleepBoottime(absl::Milliseconds(10));
+      }
+    } else {
+      step_error = step.error();
+    }
+  }
+  const int renews = store.Calls(FakeLeaseStore::Verb::kUpdate) - renews_before;
+  EXPECT_TRUE(loop.Shutdown(absl::Seconds(5)));
+  if (!step_error.empty()) GTEST_SKIP() << "the wall clock could not be stepped: " << step_error;
+  EXPECT_TRUE(led_throughout) << "stopped leading with the wall clock stepped back";
+  // 2 s at one renew every 200-240 ms: about nine; a stalled loop makes none.
+  EXPECT_GE(renews, 5) << "renews in the 2 s after the wall clock stepped back 30 s";
 }
 
 }  // namespace
