@@ -15,7 +15,7 @@
 namespace baton {
 namespace {
 
-using testing::SleepBoottime;
+using testing::StepWallClockAndAwait;
 using testing::WallClockStep;
 
 constexpr absl::Duration kWait = absl::Milliseconds(300);
@@ -44,31 +44,19 @@ TEST(SystemClockStepTest, BackwardWallClockStepDoesNotDelayAWait) {
   mu.LockWhen(absl::Condition(&waiting));
   mu.Unlock();
 
-  bool in_time = false;
-  std::string step_error;
-  {
-    WallClockStep step(kStep);
-    if (step.ok()) {
-      // Poll on CLOCK_BOOTTIME until the wait returns or is clearly late,
-      // then let the scope restore the wall clock either way.
-      while (returned_after_ns < 0 && clock->Monotonic() - start < kWait + kSlack) {
-        SleepBoottime(absl::Milliseconds(5));
-      }
-      in_time = returned_after_ns >= 0;
-    } else {
-      step_error = step.error();
-    }
-  }
+  // Until the wait returns or is clearly late; the clock is put back either way.
+  const absl::StatusOr<bool> in_time = StepWallClockAndAwait(
+      kStep, start + kWait + kSlack - clock->Monotonic(), [&] { return returned_after_ns >= 0; });
   waiter.join();
-  if (!step_error.empty()) GTEST_SKIP() << "the wall clock could not be stepped: " << step_error;
+  if (!in_time.ok()) GTEST_SKIP() << "the wall clock could not be stepped: " << in_time.status();
 
   const absl::Duration took = absl::Nanoseconds(returned_after_ns.load());
-  EXPECT_TRUE(in_time) << "a " << absl::FormatDuration(kWait) << " wait was still blocked "
-                       << absl::FormatDuration(kWait + kSlack)
-                       << " after it began, with the wall clock stepped "
-                       << absl::FormatDuration(kStep) << " (it returned "
-                       << absl::FormatDuration(took)
-                       << " after it began, once the clock was put back)";
+  EXPECT_TRUE(*in_time) << "a " << absl::FormatDuration(kWait) << " wait was still blocked "
+                        << absl::FormatDuration(kWait + kSlack)
+                        << " after it began, with the wall clock stepped "
+                        << absl::FormatDuration(kStep) << " (it returned "
+                        << absl::FormatDuration(took)
+                        << " after it began, once the clock was put back)";
   EXPECT_GE(took, kWait) << "returned before its deadline";
 }
 

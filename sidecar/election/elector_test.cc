@@ -151,6 +151,24 @@ class ElectorTest : public ::testing::Test {
     elector_->Step();
     clock_.Advance(kLeaseDuration + 2 * kRetryPeriod);
   }
+  // The store and machine faults of the property tests below, by `kind`:
+  // 0 failing calls, 1 a write whose answer is lost, 2 everyone paused for
+  // up to `max_pause`. False (and nothing done) for any other kind.
+  bool InjectFault(uint32_t kind, std::mt19937& rng, absl::Duration max_pause) {
+    switch (kind) {
+      case 0:
+        store_.FailNextCalls(static_cast<int>(1 + rng() % 3), absl::UnavailableError("flaky"));
+        return true;
+      case 1:
+        store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));
+        return true;
+      case 2:
+        clock_.Advance(absl::Seconds(rng() % absl::ToInt64Seconds(max_pause)));
+        return true;
+      default:
+        return false;
+    }
+  }
   // What a watch reports for `record`, and for a deletion.
   static LeaseEvent Seen(const LeaseRecord& record) { return {record, record.resource_version}; }
   LeaseEvent Deleted() { return {std::nullopt, store_.Delete()}; }
@@ -1141,19 +1159,7 @@ TEST_F(ElectorTest, NeverTwoLeadersAndTokensIncreaseUnderRandomFaults) {
   std::string last_leader;
   for (int round = 0; round < 5000; ++round) {
     const size_t i = rng() % electors.size();
-    switch (rng() % 10) {
-      case 0:
-        store_.FailNextCalls(static_cast<int>(1 + rng() % 3), absl::UnavailableError("flaky"));
-        break;
-      case 1:
-        store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));
-        break;
-      case 2:
-        clock_.Advance(absl::Seconds(rng() % 20));  // everyone paused
-        break;
-      default:
-        break;
-    }
+    InjectFault(rng() % 10, rng, absl::Seconds(20));
     if (Now() >= wakes[i] || rng() % 4 == 0) wakes[i] = electors[i]->Step();
     clock_.Advance(absl::Milliseconds(rng() % 1500));
 
@@ -1218,46 +1224,40 @@ TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensT
     std::string last_leader;
     for (int round = 0; round < 4000; ++round) {
       const size_t i = rng() % members.size();
-      switch (rng() % 24) {
-        case 0:
-          store_.FailNextCalls(static_cast<int>(1 + rng() % 3), absl::UnavailableError("flaky"));
-          break;
-        case 1:
-          store_.LandNextWriteButFail(absl::DeadlineExceededError("answer lost"));
-          break;
-        case 2:
-          clock_.Advance(absl::Seconds(rng() % 12));  // everyone paused
-          break;
-        case 3:  // deleted
-          if (store_.Current()) broadcast({std::nullopt, store_.Delete()});
-          break;
-        case 4: {  // deleted and re-applied without a holder
-          if (store_.Current()) broadcast({std::nullopt, store_.Delete()});
-          LeaseRecord fresh;
-          fresh.lease_duration_seconds = 15;
-          const LeaseRecord stored = store_.Set(fresh);
-          broadcast({stored, stored.resource_version});
-          break;
-        }
-        case 5:  // a third party cuts the duration of whatever term is there
-          if (store_.Current()) {
-            LeaseRecord cut = *store_.Current();
-            cut.lease_duration_seconds = 1;
-            const LeaseRecord stored = store_.Set(cut);
+      const uint32_t kind = rng() % 24;
+      if (!InjectFault(kind, rng, absl::Seconds(12))) {
+        switch (kind) {
+          case 3:  // deleted
+            if (store_.Current()) broadcast({std::nullopt, store_.Delete()});
+            break;
+          case 4: {  // deleted and re-applied without a holder
+            if (store_.Current()) broadcast({std::nullopt, store_.Delete()});
+            LeaseRecord fresh;
+            fresh.lease_duration_seconds = 15;
+            const LeaseRecord stored = store_.Set(fresh);
             broadcast({stored, stored.resource_version});
+            break;
           }
-          break;
-        case 6:  // a member restarts (or a new Pod replaces it): no history
-          start_member(i);
-          break;
-        case 7:
-          if (!members[i].resign_at && members[i].elector->Snapshot().holding) {
-            members[i].resign_at = members[i].elector->Snapshot().leader_until;
-            members[i].elector->BeginStepDown();
-          }
-          break;
-        default:
-          break;
+          case 5:  // a third party cuts the duration of whatever term is there
+            if (store_.Current()) {
+              LeaseRecord cut = *store_.Current();
+              cut.lease_duration_seconds = 1;
+              const LeaseRecord stored = store_.Set(cut);
+              broadcast({stored, stored.resource_version});
+            }
+            break;
+          case 6:  // a member restarts (or a new Pod replaces it): no history
+            start_member(i);
+            break;
+          case 7:
+            if (!members[i].resign_at && members[i].elector->Snapshot().holding) {
+              members[i].resign_at = members[i].elector->Snapshot().leader_until;
+              members[i].elector->BeginStepDown();
+            }
+            break;
+          default:
+            break;
+        }
       }
       Member& m = members[i];
       if (m.pending && rng() % 2 == 0) m.wake = m.elector->Observe(*std::exchange(m.pending, {}));

@@ -20,6 +20,7 @@ namespace baton {
 namespace {
 
 using testing::SleepBoottime;
+using testing::StepWallClockAndAwait;
 using testing::WallClockStep;
 
 constexpr absl::Duration kWait = absl::Milliseconds(300);
@@ -44,31 +45,19 @@ TEST(LeadershipPublisherClockStepTest, BackwardWallClockStepDoesNotDelayWaitForC
   // it is time enough for the thread to start.
   SleepBoottime(kWait / 3);
 
-  bool in_time = false;
-  std::string step_error;
-  {
-    WallClockStep step(kStep);
-    if (step.ok()) {
-      // Poll on CLOCK_BOOTTIME until the wait returns or is clearly late,
-      // then let the scope restore the wall clock either way.
-      while (returned_after_ns < 0 && clock->Monotonic() - start < kWait + kSlack) {
-        SleepBoottime(absl::Milliseconds(5));
-      }
-      in_time = returned_after_ns >= 0;
-    } else {
-      step_error = step.error();
-    }
-  }
+  // Until the wait returns or is clearly late; the clock is put back either way.
+  const absl::StatusOr<bool> in_time = StepWallClockAndAwait(
+      kStep, start + kWait + kSlack - clock->Monotonic(), [&] { return returned_after_ns >= 0; });
   waiter.join();
-  if (!step_error.empty()) GTEST_SKIP() << "the wall clock could not be stepped: " << step_error;
+  if (!in_time.ok()) GTEST_SKIP() << "the wall clock could not be stepped: " << in_time.status();
 
   const absl::Duration took = absl::Nanoseconds(returned_after_ns.load());
-  EXPECT_TRUE(in_time) << "WaitForChange with a " << absl::FormatDuration(kWait)
-                       << " deadline was still blocked " << absl::FormatDuration(kWait + kSlack)
-                       << " after it began, with the wall clock stepped "
-                       << absl::FormatDuration(kStep) << " (it returned "
-                       << absl::FormatDuration(took)
-                       << " after it began, once the clock was put back)";
+  EXPECT_TRUE(*in_time) << "WaitForChange with a " << absl::FormatDuration(kWait)
+                        << " deadline was still blocked " << absl::FormatDuration(kWait + kSlack)
+                        << " after it began, with the wall clock stepped "
+                        << absl::FormatDuration(kStep) << " (it returned "
+                        << absl::FormatDuration(took)
+                        << " after it began, once the clock was put back)";
   EXPECT_GE(took, kWait) << "returned before its deadline";
 }
 
@@ -103,21 +92,14 @@ TEST(ElectionLoopClockStepTest, BackwardWallClockStepOf30sLeavesALeaderLeadingAn
 
   const int renews_before = store.Calls(FakeLeaseStore::Verb::kUpdate);
   bool led_throughout = true;
-  std::string step_error;
-  {
-    WallClockStep step(kStep);
-    if (step.ok()) {
-      for (const MonoTime end = clock->Monotonic() + absl::Seconds(2); clock->Monotonic() < end;) {
-        led_throughout = led_throughout && leading();
-        SleepBoottime(absl::Milliseconds(10));
-      }
-    } else {
-      step_error = step.error();
-    }
-  }
+  // For 2 s (the predicate never ends it early), then the clock is put back.
+  const absl::StatusOr<bool> stepped = StepWallClockAndAwait(kStep, absl::Seconds(2), [&] {
+    led_throughout = led_throughout && leading();
+    return false;
+  });
   const int renews = store.Calls(FakeLeaseStore::Verb::kUpdate) - renews_before;
   EXPECT_TRUE(loop.Shutdown(absl::Seconds(5)));
-  if (!step_error.empty()) GTEST_SKIP() << "the wall clock could not be stepped: " << step_error;
+  if (!stepped.ok()) GTEST_SKIP() << "the wall clock could not be stepped: " << stepped.status();
   EXPECT_TRUE(led_throughout) << "stopped leading with the wall clock stepped back";
   // 2 s at one renew every 200-240 ms: about nine; a stalled loop makes none.
   EXPECT_GE(renews, 5) << "renews in the 2 s after the wall clock stepped back 30 s";

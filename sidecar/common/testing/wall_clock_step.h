@@ -24,8 +24,10 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "sidecar/common/errno_text.h"
@@ -97,6 +99,25 @@ inline void SleepBoottime(absl::Duration d) {
   clock_gettime(CLOCK_BOOTTIME, &now);
   const timespec until = absl::ToTimespec(absl::DurationFromTimespec(now) + d);
   while (clock_nanosleep(CLOCK_BOOTTIME, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+  }
+}
+
+// Steps the wall clock by `step`, polls `done` every 5 ms (on
+// CLOCK_BOOTTIME) until it holds or `within` has passed, and puts the clock
+// back. Returns whether `done` held in time, or why the clock could not be
+// stepped (then `done` was not polled).
+inline absl::StatusOr<bool> StepWallClockAndAwait(absl::Duration step, absl::Duration within,
+                                                  const std::function<bool()>& done) {
+  timespec now;
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  const absl::Duration give_up = absl::DurationFromTimespec(now) + within;
+  WallClockStep stepped(step);
+  if (!stepped.ok()) return absl::FailedPreconditionError(stepped.error());
+  for (;;) {
+    if (done()) return true;
+    clock_gettime(CLOCK_BOOTTIME, &now);
+    if (absl::DurationFromTimespec(now) >= give_up) return false;
+    SleepBoottime(absl::Milliseconds(5));
   }
 }
 
