@@ -97,8 +97,10 @@ TEST(LeadershipPublisherTest, WaitForChangeWakesOnPublish) {
 TEST(LeadershipPublisherTest, WaitForChangeReturnsAtTheDeadlineOfItsClock) {
   FakeClock clock;
   LeadershipPublisher pub(Leadership{});
+  // The deadline before the advancer starts: read after it, it could be 20s.
+  const MonoTime deadline = clock.Monotonic() + absl::Seconds(10);
   std::thread advancer([&] { clock.Advance(absl::Seconds(10)); });
-  auto v = pub.WaitForChange(1, clock.Monotonic() + absl::Seconds(10), clock);
+  auto v = pub.WaitForChange(1, deadline, clock);
   advancer.join();
   EXPECT_EQ(v.version, 1u);
 }
