@@ -313,9 +313,10 @@ TEST_F(StepDownHandshakeTest, ResignDuringATakeoverInFlightNeverAnswersLeader) {
   theirs.lease_duration_seconds = 5;
   store_.Set(theirs);
   GatedStore gated(&store_);
-  Candidate me("me", &gated, kFast, &clock_);
+  // Declared before the candidate, so that they outlive its loop's thread.
   absl::Mutex mu;
   bool said_leader = false;
+  Candidate me("me", &gated, kFast, &clock_);
   me.publisher().Subscribe([&](const LeadershipPublisher::Versioned& v) {
     absl::MutexLock lock(&mu);
     said_leader = said_leader || v.leadership.IsLeader(clock_.Monotonic());
