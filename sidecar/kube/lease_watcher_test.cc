@@ -145,6 +145,9 @@ class LeaseWatcherTest : public ::testing::Test {
 
   void TearDown() override {
     if (watcher_ != nullptr) watcher_->Stop();
+    // The server's connection threads write into this fixture: they end
+    // here, before its members are destroyed.
+    server_.reset();
   }
 
   std::vector<std::string> watch_targets() {
