@@ -94,6 +94,7 @@ TEST(BoottimeTimerTest, ManyConcurrentWaitersEachWakeAtTheirOwnDeadline) {
   // Deadlines 0..315 ms from now in 5 ms steps, armed in shuffled order, so
   // later waiters often bring the timer's next expiry forward.
   std::vector<absl::Duration> offsets;
+  offsets.reserve(kWaiters);
   for (int i = 0; i < kWaiters; ++i) offsets.push_back(absl::Milliseconds(5 * i));
   std::shuffle(offsets.begin(), offsets.end(), std::mt19937(7));
   // Half share one mutex; the others have one each.

@@ -69,6 +69,7 @@ TEST(FakeClockTest, AWaiterMayFreeItsMutexAsSoonAsItReturnsWhileTheClockAdvances
   constexpr int kWaiters = 8;
   constexpr int kRounds = 50;
   std::vector<std::thread> waiters;
+  waiters.reserve(kWaiters);
   for (int i = 0; i < kWaiters; ++i) {
     waiters.emplace_back([&clock, i] {
       for (int round = 1; round <= kRounds; ++round) {
