@@ -14,13 +14,16 @@ import (
 // server, so a fault can cut or slow that one member's link: TLS passes
 // through untouched. It forwards, black-holes (stops forwarding in both
 // directions and keeps every connection open, as a partition does; queued
-// bytes flow again when it heals) or delays every chunk by a latency.
+// bytes flow again when it heals), holds only the replies (what the member
+// sends reaches the server, what the server answers does not: a write is
+// applied and its response lost) or delays every chunk by a latency.
 //
 // Safe for concurrent use. Close ends every connection.
 type Proxy struct {
 	ln      net.Listener
 	target  string
-	blocked atomic.Bool
+	blocked atomic.Bool  // both directions
+	muted   atomic.Bool  // the server's replies only
 	latency atomic.Int64 // nanoseconds added to every chunk
 	closed  chan struct{}
 	mu      sync.Mutex
@@ -46,14 +49,19 @@ func NewProxy(target string) (*Proxy, error) {
 // Addr is where members connect.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Forward heals the link: no black hole, no latency.
+// Forward heals the link: no black hole, no held replies, no latency.
 func (p *Proxy) Forward() {
 	p.latency.Store(0)
 	p.blocked.Store(false)
+	p.muted.Store(false)
 }
 
 // BlackHole stops forwarding until Forward.
 func (p *Proxy) BlackHole() { p.blocked.Store(true) }
+
+// HoldReplies stops forwarding what the server sends until Forward; what
+// the member sends still reaches the server.
+func (p *Proxy) HoldReplies() { p.muted.Store(true) }
 
 // Delay adds d to every chunk forwarded until Forward.
 func (p *Proxy) Delay(d time.Duration) { p.latency.Store(int64(d)) }
@@ -109,7 +117,7 @@ func (p *Proxy) serve(down net.Conn) {
 		return
 	}
 	defer p.untrack(down)
-	if !p.hold(time.Now()) {
+	if !p.hold(time.Now(), false) {
 		return
 	}
 	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
@@ -121,22 +129,23 @@ func (p *Proxy) serve(down net.Conn) {
 	}
 	defer p.untrack(up)
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(up, down); done <- struct{}{} }()
-	go func() { p.pipe(down, up); done <- struct{}{} }()
+	go func() { p.pipe(up, down, false); done <- struct{}{} }()
+	go func() { p.pipe(down, up, true); done <- struct{}{} }()
 	<-done // either side closing ends both
 }
 
-// hold waits until a chunk read at readAt may be forwarded: the black hole
-// has healed and the latency has passed. False if the proxy closed or the
-// chunk was held longer than maxHold.
-func (p *Proxy) hold(readAt time.Time) bool {
+// hold waits until a chunk read at readAt (a reply: from the server) may be
+// forwarded: the black hole has healed, replies are no longer held and the
+// latency has passed. False if the proxy closed or the chunk was held longer
+// than maxHold.
+func (p *Proxy) hold(readAt time.Time, reply bool) bool {
 	for time.Since(readAt) < maxHold {
 		select {
 		case <-p.closed:
 			return false
 		default:
 		}
-		if p.blocked.Load() {
+		if p.blocked.Load() || (reply && p.muted.Load()) {
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
@@ -149,12 +158,13 @@ func (p *Proxy) hold(readAt time.Time) bool {
 	return false
 }
 
-func (p *Proxy) pipe(dst io.Writer, src io.Reader) {
+// pipe forwards src to dst; reply says src is the server.
+func (p *Proxy) pipe(dst io.Writer, src io.Reader, reply bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.hold(time.Now()) {
+			if !p.hold(time.Now(), reply) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

@@ -11,6 +11,15 @@ import (
 // proxy and a connection through it.
 func echoThroughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
 	t.Helper()
+	p, c, r, _ := echoThroughProxyCounting(t)
+	return p, c, r
+}
+
+// echoThroughProxyCounting is echoThroughProxy whose server also counts, on
+// the returned channel, every chunk it receives.
+func echoThroughProxyCounting(t *testing.T) (*Proxy, net.Conn, *bufio.Reader, <-chan struct{}) {
+	t.Helper()
+	received := make(chan struct{}, 100)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +39,7 @@ func echoThroughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
 					if err != nil {
 						return
 					}
+					received <- struct{}{}
 					c.Write(buf[:n])
 				}
 			}()
@@ -45,7 +55,7 @@ func echoThroughProxy(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return p, c, bufio.NewReader(c)
+	return p, c, bufio.NewReader(c), received
 }
 
 // roundTrip sends a line and waits (at most wait) for its echo; it returns
@@ -98,5 +108,25 @@ func TestDelayAddsLatencyEachWay(t *testing.T) {
 	p.Forward()
 	if took, ok := roundTrip(t, c, r, time.Second); !ok || took > 100*time.Millisecond {
 		t.Errorf("round trip %v %v after Forward", took, ok)
+	}
+}
+
+func TestHoldRepliesDeliversRequestsAndHoldsTheirReplies(t *testing.T) {
+	p, c, r, received := echoThroughProxyCounting(t)
+	roundTrip(t, c, r, time.Second)
+	<-received
+	p.HoldReplies()
+	if _, ok := roundTrip(t, c, r, 200*time.Millisecond); ok {
+		t.Fatal("a reply came through while replies were held")
+	}
+	select {
+	case <-received:
+	case <-time.After(time.Second):
+		t.Fatal("the request did not reach the server while replies were held")
+	}
+	p.Forward()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("after healing: %q %v; want the held reply on the same connection", line, err)
 	}
 }
