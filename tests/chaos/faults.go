@@ -29,7 +29,13 @@ type fault struct {
 	ClientGo bool   // may target a client-go leader (else the leader must be baton)
 	Anon     bool   // an anonymous poller (never acknowledges) runs during the round
 	AckVia   AckVia // how the application acknowledges in this round
-	Inject   func(g *group, leader *slot, round int) (Instant, error)
+	// Shared: it disturbs every group (the API server), so it runs while
+	// no other group is in a round, and every round's fault is its own.
+	Shared bool
+	// NewMember: it replaces a follower itself, so the round adds no
+	// mid-fault restart of its own (see group.inject).
+	NewMember bool
+	Inject    func(g *group, leader *slot, round int) (Instant, error)
 }
 
 // pastTheLease is how long pauses and partitions last: long enough for the
@@ -86,6 +92,14 @@ var faults = []*fault{
 			l.proxy.Forward()
 			return t, nil
 		}},
+	{Name: "lost-replies", What: "the API server's replies to the leader held past the lease: its writes land, their responses do not", ClientGo: true,
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			t := Now()
+			l.proxy.HoldReplies()
+			time.Sleep(pastTheLease)
+			l.proxy.Forward()
+			return t, nil
+		}},
 	{Name: "latency", What: "latency above the renew deadline on the leader's link, past the lease", ClientGo: true,
 		Inject: func(g *group, l *slot, _ int) (Instant, error) {
 			t := Now()
@@ -95,7 +109,7 @@ var faults = []*fault{
 			return t, nil
 		}},
 	{Name: "apiserver-restart", What: "kube-apiserver restarted (scripts/controlplane restart-apiserver)", ClientGo: true,
-		Inject: func(g *group, _ *slot, _ int) (Instant, error) {
+		Shared: true, Inject: func(g *group, _ *slot, _ int) (Instant, error) {
 			t := Now()
 			return t, g.h.cp.RestartAPIServer()
 		}},
@@ -136,7 +150,7 @@ var faults = []*fault{
 			return t, err
 		}},
 	{Name: "edit-duration-new-member", What: "the leader's link black-holed; leaseDurationSeconds cut to 1; a follower replaced by a new process with no history",
-		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+		NewMember: true, Inject: func(g *group, l *slot, _ int) (Instant, error) {
 			l.proxy.BlackHole()
 			t, err := g.editLease(func(l *coordinationv1.Lease) {
 				one := int32(1)

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -28,6 +29,9 @@ type harness struct {
 	failed      atomic.Int32                     // rounds that failed; if any, logDir is kept
 	keepAnswers bool                             // dump every round's answers, keep logDir
 	log         func(format string, args ...any) // progress, to stderr
+	// The groups run side by side; a round holds rounds shared, a Shared
+	// fault's round holds it alone.
+	rounds sync.RWMutex
 }
 
 // groupConfig is one configuration of the matrix: a Role and a membership.
@@ -36,6 +40,7 @@ type groupConfig struct {
 	Verbs    []string // the Role's verbs on Leases
 	Baton    int
 	ClientGo int
+	Args     []string // more flags for its baton members
 }
 
 // slot is one member's place in a group: its ServiceAccount, credentials and
@@ -148,8 +153,9 @@ func (g *group) fill(s *slot) error {
 	spec := sidecars.Spec{Kind: s.kind, Binary: g.h.baton,
 		Name:     fmt.Sprintf("%s-%d.%d", g.cfg.Name, s.index, s.gen),
 		Election: sidecars.Election{Kubeconfig: s.kubeconfig, Namespace: g.ns, Lease: g.lease},
-		LogDir:   filepath.Join(g.h.logDir, g.ns)}
+		LogDir:   filepath.Join(g.h.logDir, g.ns), Args: g.cfg.Args}
 	if s.kind == sidecars.ClientGo {
+		spec.Args = nil
 		spec.Binary = g.h.goelector
 		spec.Name = fmt.Sprintf("%s-go%d.%d", g.cfg.Name, s.index, s.gen)
 	}
@@ -177,6 +183,25 @@ func (g *group) replace(s *slot) error {
 	}
 	s.probe.Stop()
 	return g.fill(s)
+}
+
+// restartFollower replaces a member other than leader, after delay, by a
+// new process with no history of the Lease, while a fault is in place; the
+// channel yields the outcome. It touches no slot but that member's.
+func (g *group) restartFollower(leader *slot, delay time.Duration) <-chan error {
+	var s *slot
+	for _, c := range g.slots {
+		if c != leader {
+			s = c // the last one: edit-duration-new-member replaces the first
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(delay)
+		s.member.Kill()
+		done <- g.replace(s)
+	}()
+	return done
 }
 
 // Close stops every probe and process, closes the proxies and deletes the

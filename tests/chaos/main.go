@@ -15,6 +15,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +35,9 @@ var (
 
 	configs = []groupConfig{
 		{Name: "watch", Verbs: watchRole, Baton: 3},
-		{Name: "nowatch", Verbs: minimalRole, Baton: 3},
+		// A shutdown grace shorter than the anonymous poller's promises: a
+		// SIGTERM then ends without a release, and the Lease must expire.
+		{Name: "nowatch", Verbs: minimalRole, Baton: 3, Args: []string{"--shutdown-grace=300ms"}},
 		{Name: "mixed", Verbs: watchRole, Baton: 2, ClientGo: 2}, // with --mixed
 	}
 
@@ -43,13 +47,16 @@ var (
 			{"sigstop", 3}, {"blackhole", 3}, {"latency", 2}, {"apiserver-restart", 2}, {"delete", 3},
 			{"edit-holder", 3}, {"edit-duration", 2}, {"edit-annotations", 3}, {"conflicts", 3},
 			{"token-rotation", 3}, {"reapply-cut-off", 2}, {"edit-duration-new-member", 2},
+			{"lost-replies", 2},
 		},
 		"nowatch": {
-			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"resign-grpc", 3}, {"sigstop", 2},
-			{"blackhole", 3}, {"edit-holder", 2}, {"reapply-cut-off", 2},
+			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"sigterm-anon", 2}, {"resign-grpc", 3},
+			{"sigstop", 2}, {"blackhole", 3}, {"edit-holder", 2}, {"reapply-cut-off", 2},
+			{"lost-replies", 2},
 		},
 		"mixed": {
 			{"kill9", 4}, {"sigterm", 4}, {"sigstop", 2}, {"blackhole", 2}, {"apiserver-restart", 1},
+			{"lost-replies", 2},
 		},
 	}
 )
@@ -182,6 +189,8 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 
 	start := time.Now()
 	var rows []*row
+	var groups sync.WaitGroup
+	var groupErr atomic.Value
 	for _, cfg := range configs {
 		if cfg.Name == "mixed" && !mixed {
 			continue
@@ -200,12 +209,20 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 		if len(plan) == 0 {
 			continue
 		}
-		if err := runGroup(h, cfg, plan); err != nil {
-			logf("%s: %v", cfg.Name, err)
-			stopCP()
-			return 1
-		}
 		rows = append(rows, plan...)
+		groups.Add(1)
+		go func() {
+			defer groups.Done()
+			if err := runGroup(h, cfg, plan); err != nil {
+				logf("%s: %v", cfg.Name, err)
+				groupErr.Store(err)
+			}
+		}()
+	}
+	groups.Wait()
+	if groupErr.Load() != nil {
+		stopCP()
+		return 1
 	}
 	stopCP()
 	if h.failed.Load() > 0 || keepAnswers {
@@ -247,18 +264,20 @@ func runGroup(h *harness, cfg groupConfig, plan []*row) error {
 		}
 	}
 	windowStart := Now()
+	ran := map[*row]int{}
 	for i, r := range order {
-		g.runRound(r, i, windowStart)
+		g.runRound(r, i, ran[r], windowStart)
+		ran[r]++
 		windowStart = Now()
 	}
 	return nil
 }
 
-// runRound runs one round of r's fault and checks everything recorded
-// since from.
-func (g *group) runRound(r *row, i int, from Instant) {
+// runRound runs round i of the group, the nth of r's fault, and checks
+// everything recorded since from.
+func (g *group) runRound(r *row, i, nth int, from Instant) {
 	f := r.fault
-	fault, leaderName, stall := g.inject(f, i)
+	fault, leaderName, stall, restarted := g.inject(f, i, nth)
 	to := Now()
 	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
 	answers, acks := g.rec.Snapshot()
@@ -266,6 +285,9 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	g.rec.Prune(to.Add(-horizon))
 
 	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
+	if restarted {
+		line += ", a follower restarted mid-fault"
+	}
 	if fault != 0 {
 		if handover, ok := Handover(answers, fault); ok {
 			r.handovers = append(r.handovers, handover)
@@ -294,10 +316,20 @@ func (g *group) runRound(r *row, i int, from Instant) {
 	logFindings(res, fault)
 }
 
-// inject waits for a stable leader, injects f (round i) and waits for a
-// stable leader again. It returns when the fault began (0 if it did not), the
-// leader it hit, and why the round stalled, if it did.
-func (g *group) inject(f *fault, i int) (fault Instant, leaderName, stall string) {
+// inject waits for a stable leader, injects f (round i of the group, the
+// nth of f) and waits for a stable leader again. Every second round of a
+// fault, a follower is replaced by a new process while the fault is in place,
+// so members with no history of the term decide in the middle of it. It
+// returns when the fault began (0 if it did not), the leader it hit, why the
+// round stalled, if it did, and whether a follower restarted.
+func (g *group) inject(f *fault, i, nth int) (fault Instant, leaderName, stall string, restarted bool) {
+	if f.Shared {
+		g.h.rounds.Lock()
+		defer g.h.rounds.Unlock()
+	} else {
+		g.h.rounds.RLock()
+		defer g.h.rounds.RUnlock()
+	}
 	g.ackVia.Store(int32(f.AckVia))
 	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
@@ -323,14 +355,24 @@ func (g *group) inject(f *fault, i int) (fault Instant, leaderName, stall string
 		if f.Anon {
 			time.Sleep(300 * time.Millisecond) // anonymous promises outstanding
 		}
-		if fault, err = f.Inject(g, leader, i); err == nil {
+		var newMember <-chan error
+		if restarted = nth%2 == 1 && !f.NewMember; restarted {
+			newMember = g.restartFollower(leader, time.Duration(1+nth%4)*sidecars.RetryPeriod)
+		}
+		fault, err = f.Inject(g, leader, i)
+		if newMember != nil {
+			if rerr := <-newMember; err == nil {
+				err = rerr
+			}
+		}
+		if err == nil {
 			_, err = g.waitStable(25 * time.Second)
 		}
 	}
 	if err != nil {
 		stall = err.Error()
 	}
-	return fault, leaderName, stall
+	return fault, leaderName, stall, restarted
 }
 
 // add counts one round's findings into r and says whether the round failed.
@@ -492,7 +534,7 @@ func report(rows []*row) int {
 	}
 	fmt.Fprintf(w, "\nlease %v, renew deadline %v, retry period %v; every surface asked every %v (lowest round median: %.0f Hz)\n",
 		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, samplePeriod, lowest)
-	fmt.Fprintf(w, "%-30s %6s %8s %8s %10s %9s %9s %9s %6s\n", "fault [config]", "rounds", "overlaps",
+	fmt.Fprintf(w, "%-34s %6s %8s %8s %10s %9s %9s %9s %6s\n", "fault [config]", "rounds", "overlaps",
 		"broken", "tokens", "hand p50", "hand p99", "hand max", "stalls")
 	passed, failed := 0, 0
 	for _, r := range rows {
@@ -507,7 +549,7 @@ func report(rows []*row) int {
 		} else {
 			passed++
 		}
-		fmt.Fprintf(w, "%-30s %6d %8d %8d %10s %9s %9s %9s %6d  %s\n", r.name(), r.rounds, r.overlaps,
+		fmt.Fprintf(w, "%-34s %6d %8d %8d %10s %9s %9s %9s %6d  %s\n", r.name(), r.rounds, r.overlaps,
 			r.broken, fmt.Sprintf("%d/%d", r.tokensOK, r.tokensBad), p50, p99, pmax, r.stalls, verdict)
 	}
 	fmt.Fprintln(w, "tokens: term changes with token (and revision) increasing / not; hand: fault to the next leader's first answer")
