@@ -1,7 +1,8 @@
 # baton_prefer_static_archives(): points every imported shared library of
 # this directory (gRPC, Abseil, re2, c-ares, zlib, yaml-cpp, ...) at the static
-# archive Debian installs beside it, and makes spdlog and fmt header-only (Debian
-# ships no archives of those). The packages whose Find modules know a
+# archive Debian installs beside it, and makes fmt header-only (Debian ships no
+# archive of it; spdlog, which has none either, is compiled into baton_spdlog
+# in sidecar/common). The packages whose Find modules know a
 # *_USE_STATIC_LIBS switch (Protobuf, OpenSSL, Boost) are switched before
 # find_package; this handles the CONFIG packages, which name their .so files.
 #
@@ -51,7 +52,4 @@ function(baton_prefer_static_archives)
       set_target_properties(gRPC::${lib} PROPERTIES ${property} "${value}")
     endforeach()
   endforeach()
-  # spdlog as headers over fmt as headers: no libspdlog.a or libfmt.a exists.
-  set_target_properties(spdlog::spdlog_header_only PROPERTIES
-    INTERFACE_LINK_LIBRARIES "Threads::Threads;fmt::fmt-header-only")
 endfunction()
