@@ -16,6 +16,7 @@ import (
 
 	batonv1 "github.com/baton-sidecar/baton/clients/go/batonv1"
 
+	"baton/tests/internal/netfault"
 	"baton/tests/internal/sidecars"
 )
 
@@ -85,29 +86,11 @@ var faults = []*fault{
 			return t, nil
 		}},
 	{Name: "blackhole", What: "the leader's link to the API server black-holed past the lease", ClientGo: true,
-		Inject: func(g *group, l *slot, _ int) (Instant, error) {
-			t := Now()
-			l.proxy.BlackHole()
-			time.Sleep(pastTheLease)
-			l.proxy.Forward()
-			return t, nil
-		}},
+		Inject: degradeLink(func(p *netfault.Proxy) { p.BlackHole() })},
 	{Name: "lost-replies", What: "the API server's replies to the leader held past the lease: its writes land, their responses do not", ClientGo: true,
-		Inject: func(g *group, l *slot, _ int) (Instant, error) {
-			t := Now()
-			l.proxy.HoldReplies()
-			time.Sleep(pastTheLease)
-			l.proxy.Forward()
-			return t, nil
-		}},
+		Inject: degradeLink(func(p *netfault.Proxy) { p.HoldReplies() })},
 	{Name: "latency", What: "latency above the renew deadline on the leader's link, past the lease", ClientGo: true,
-		Inject: func(g *group, l *slot, _ int) (Instant, error) {
-			t := Now()
-			l.proxy.Delay(sidecars.RenewDeadline + 500*time.Millisecond)
-			time.Sleep(pastTheLease)
-			l.proxy.Forward()
-			return t, nil
-		}},
+		Inject: degradeLink(func(p *netfault.Proxy) { p.Delay(sidecars.RenewDeadline + 500*time.Millisecond) })},
 	{Name: "apiserver-restart", What: "kube-apiserver restarted (scripts/controlplane restart-apiserver)", ClientGo: true,
 		Shared: true, Inject: func(g *group, _ *slot, _ int) (Instant, error) {
 			t := Now()
@@ -206,6 +189,18 @@ func faultNamed(name string) *fault {
 		}
 	}
 	return nil
+}
+
+// degradeLink is a fault that degrades the leader's link to the API server
+// with degrade for pastTheLease, then heals it.
+func degradeLink(degrade func(*netfault.Proxy)) func(*group, *slot, int) (Instant, error) {
+	return func(_ *group, l *slot, _ int) (Instant, error) {
+		t := Now()
+		degrade(l.proxy)
+		time.Sleep(pastTheLease)
+		l.proxy.Forward()
+		return t, nil
+	}
 }
 
 func sigterm(g *group, l *slot, _ int) (Instant, error) {
