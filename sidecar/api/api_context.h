@@ -7,10 +7,7 @@
 #ifndef BATON_SIDECAR_API_API_CONTEXT_H_
 #define BATON_SIDECAR_API_API_CONTEXT_H_
 
-#include <cstddef>
-#include <cstdint>
 #include <functional>
-#include <string_view>
 
 #include "absl/status/status.h"
 #include "sidecar/api/metrics.h"
@@ -67,20 +64,6 @@ struct ApiContext {
 // ApiHooks. Thread-safe.
 absl::Status CheckLiveness(const ApiContext& context);
 absl::Status CheckReadiness(const ApiContext& context);
-
-// AcknowledgeStepDown / POST /leader/ack: ApiHooks::acknowledge if set, else
-// LeadershipPublisher::Acknowledge at the clock's now. `ack.client_id` must
-// already be valid (ValidateClientId). Returns whether that settled the
-// reader (LeadershipPublisher::Acknowledge).
-bool AcknowledgeStepDown(const ApiContext& context, const Acknowledgement& ack);
-
-// The longest client_id a reader may name itself with.
-inline constexpr size_t kMaxClientIdLength = 64;
-
-// OK if `client_id` is 1 to kMaxClientIdLength characters of [A-Za-z0-9._-];
-// otherwise InvalidArgument with a short reason. The empty name (an anonymous
-// reader) is for the caller to allow or refuse before asking.
-absl::Status ValidateClientId(std::string_view client_id);
 
 }  // namespace baton
 

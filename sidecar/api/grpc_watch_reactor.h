@@ -35,7 +35,8 @@ class GrpcWatchReactor final : public grpc::ServerWriteReactor<typename Source::
   // A new stream of `param` on `streams` (see WatchStreams::Open): it is
   // sent its first message, or refused, before this returns. `method` (a
   // string literal) and `metrics` must outlive the call.
-  static grpc::ServerWriteReactor<Response>* Open(WatchStreams<Source>* streams, std::string param,
+  static grpc::ServerWriteReactor<Response>* Open(WatchStreams<Source>* streams,
+                                                  typename Source::Param param,
                                                   absl::Duration heartbeat,
                                                   const absl::Status& refusal, const char* method,
                                                   Metrics* metrics) {

@@ -89,6 +89,7 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
    public:
     using Response = HealthService::Response;
     using Key = Status;
+    using Param = std::string;  // the service watched
 
     class Round {
      public:

@@ -114,14 +114,14 @@ absl::StatusOr<std::optional<std::string_view>> QueryParam(std::string_view targ
   return value;
 }
 
-// The optional client_id of a request that may name its reader: empty when
-// not given, InvalidArgument when given but malformed.
-absl::StatusOr<std::string_view> OptionalClientId(std::string_view target) {
+// The reader a request names (?client_id=), its name validated.
+absl::StatusOr<Reader> ReaderOf(std::string_view target) {
   absl::StatusOr<std::optional<std::string_view>> id = QueryParam(target, "client_id");
   if (!id.ok()) return id.status();
-  if (!id->has_value()) return std::string_view();
+  if (!id->has_value()) return Reader{};
+  // Given but empty is a mistake, not a wish to be anonymous.
   if (absl::Status valid = ValidateClientId(**id); !valid.ok()) return valid;
-  return **id;
+  return Reader{std::string(**id)};
 }
 
 // The optional heartbeat of GET /leader/watch: a positive duration as absl
@@ -164,7 +164,10 @@ struct HttpRouter::Route {
 
 HttpRouter::HttpRouter(HttpRoutes routes, absl::Duration leader_cache_window,
                        const ApiContext* context)
-    : routes_(routes), leader_cache_window_(leader_cache_window), context_(context) {}
+    : routes_(routes),
+      leader_cache_window_(leader_cache_window),
+      context_(context),
+      api_(context) {}
 
 HttpRouter::Reply HttpRouter::Handle(const Request& request) const {
   static constexpr std::array kRoutes = {
@@ -221,29 +224,29 @@ Response HttpRouter::GetLeaderElectorName(const Request& request) const {
   // Applications take "name is my own identity" to mean "I lead", so this is
   // a leader answer too: it names this sidecar only while it leads, and then
   // (through Answer) as a promise.
-  const MonoTime now = context_->clock->Monotonic();
-  const Leadership l = context_->publisher->Answer("", now).leadership;
+  const LeaderAnswer answer = *api_.Get(Reader{});
+  const Leadership& l = answer.leadership();
   const bool names_self = l.holder_identity == l.identity;
   boost::json::object body;
-  body["name"] = names_self && !l.IsLeader(now) ? "" : l.holder_identity;
+  body["name"] = names_self && !l.IsLeader(answer.at()) ? "" : l.holder_identity;
   return MakeResponse(http::status::ok, kJson, boost::json::serialize(body) + "\n",
                       request.version());
 }
 
 Response HttpRouter::GetLeader(const Request& request) const {
-  absl::StatusOr<std::string_view> client_id = OptionalClientId(request.target());
-  if (!client_id.ok()) {
-    return Text(http::status::bad_request, client_id.status().message(), request.version());
+  absl::StatusOr<Reader> reader = ReaderOf(request.target());
+  absl::StatusOr<LeaderAnswer> answer = reader.ok() ? api_.Get(*reader) : reader.status();
+  if (!answer.ok()) {
+    return Text(http::status::bad_request, answer.status().message(), request.version());
   }
-  return MakeResponse(http::status::ok, kJson, LeaderJson(*client_id, context_->clock->Monotonic()),
-                      request.version());
+  return MakeResponse(http::status::ok, kJson, LeaderJson(*answer), request.version());
 }
 
 HttpRouter::Reply HttpRouter::GetLeaderWatch(const Request& request) const {
   const unsigned version = request.version();
-  absl::StatusOr<std::string_view> client_id = OptionalClientId(request.target());
-  if (!client_id.ok()) {
-    return {Text(http::status::bad_request, client_id.status().message(), version), std::nullopt};
+  absl::StatusOr<Reader> reader = ReaderOf(request.target());
+  if (!reader.ok()) {
+    return {Text(http::status::bad_request, reader.status().message(), version), std::nullopt};
   }
   absl::StatusOr<std::optional<absl::Duration>> heartbeat = OptionalHeartbeat(request.target());
   if (!heartbeat.ok()) {
@@ -256,26 +259,26 @@ HttpRouter::Reply HttpRouter::GetLeaderWatch(const Request& request) const {
   reply.response.keep_alive(false);
   if (request.method() == http::verb::get) {
     reply.response.chunked(version >= 11);
-    reply.stream = EventStream{std::string(*client_id), *heartbeat};
+    reply.stream = EventStream{*std::move(reader), *heartbeat};
   }
   return reply;
 }
 
-std::string HttpRouter::LeaderJson(std::string_view client_id, MonoTime now) const {
-  // Answer records the promise whatever body is served: a cached body that
-  // says leader was evaluated at the end of its window, so it is leader at
-  // `now` too and carries the same leader_until (same version).
-  const LeadershipPublisher::Versioned current = context_->publisher->Answer(client_id, now);
+std::string HttpRouter::LeaderJson(const LeaderAnswer& answer) const {
+  // The promise is recorded whatever body is served: a cached body that says
+  // leader was evaluated at the end of its window, so it is leader at the
+  // answer's instant too and carries the same leader_until (same version).
+  const MonoTime now = answer.at();
   {
     absl::MutexLock lock(&cache_mu_);
-    if (cache_.version == current.version && cache_.from <= now && now < cache_.until) {
+    if (cache_.version == answer.version() && cache_.from <= now && now < cache_.until) {
       return cache_.body;
     }
   }
   const MonoTime until = now + leader_cache_window_;
-  std::string body = LeadershipJson(current.leadership, until) + "\n";
+  std::string body = LeadershipJson(answer, until) + "\n";
   absl::MutexLock lock(&cache_mu_);
-  cache_ = CachedLeaderJson{current.version, now, until, body};
+  cache_ = CachedLeaderJson{answer.version(), now, until, body};
   return body;
 }
 
@@ -300,41 +303,28 @@ Response HttpRouter::GetMetrics(const Request& request) const {
 }
 
 Response HttpRouter::PostResign(const Request& request) const {
-  const unsigned version = request.version();
-  if (!context_->hooks.resign) {
-    return Text(http::status::not_implemented, "resign is not enabled", version);
+  const absl::StatusOr<v1::ResignResponse> response = api_.Resign();
+  if (absl::IsUnimplemented(response.status())) {
+    return Text(http::status::not_implemented, response.status().message(), request.version());
   }
-  v1::ResignResponse response;
-  response.set_was_leader(
-      context_->publisher->Current().leadership.IsLeader(context_->clock->Monotonic()));
-  if (absl::Status status = context_->hooks.resign(); !status.ok()) {
-    return Text(HttpStatusFor(status.code()), absl::StrCat("resign failed: ", status.message()),
-                version);
+  if (!response.ok()) {
+    return Text(HttpStatusFor(response.status().code()),
+                absl::StrCat("resign failed: ", response.status().message()), request.version());
   }
-  // Built like any other answer: should the hook have left it leading, the
-  // promise is on the ledger.
-  const MonoTime now = context_->clock->Monotonic();
-  LeadershipToProto(context_->publisher->Answer("", now).leadership, now,
-                    response.mutable_leadership());
-  return MakeResponse(http::status::ok, kJson, ToJson(response) + "\n", version);
+  return MakeResponse(http::status::ok, kJson, ToJson(*response) + "\n", request.version());
 }
 
 Response HttpRouter::PostLeaderAck(const Request& request) const {
   const unsigned version = request.version();
   absl::StatusOr<std::optional<std::string_view>> client_id =
       QueryParam(request.target(), "client_id");
-  absl::Status valid = client_id.status();
-  if (valid.ok()) {
-    valid = client_id->has_value() ? ValidateClientId(**client_id)
-                                   : absl::InvalidArgumentError("client_id is required");
-  }
-  if (!valid.ok()) return Text(http::status::bad_request, valid.message(), version);
+  if (!client_id.ok()) return Text(http::status::bad_request, client_id.status().message(), version);
   absl::StatusOr<std::optional<std::string_view>> token_text =
       QueryParam(request.target(), "fencing_token");
   absl::StatusOr<int32_t> token =
       token_text.ok() ? ParseFencingToken(*token_text) : token_text.status();
   if (!token.ok()) return Text(http::status::bad_request, token.status().message(), version);
-  Acknowledgement ack{**client_id, *token, std::nullopt};
+  Acknowledgement ack{client_id->value_or(std::string_view()), *token, std::nullopt};
   absl::StatusOr<std::optional<std::string_view>> up_to_text =
       QueryParam(request.target(), "valid_until_boottime");
   if (!up_to_text.ok()) {
@@ -345,9 +335,11 @@ Response HttpRouter::PostLeaderAck(const Request& request) const {
     if (!up_to.ok()) return Text(http::status::bad_request, up_to.status().message(), version);
     ack.up_to = *up_to;
   }
-  v1::AcknowledgeStepDownResponse response;
-  response.set_acknowledged(AcknowledgeStepDown(*context_, ack));
-  return MakeResponse(http::status::ok, kJson, ToJson(response) + "\n", version);
+  const absl::StatusOr<v1::AcknowledgeStepDownResponse> response = api_.Acknowledge(ack);
+  if (!response.ok()) {
+    return Text(HttpStatusFor(response.status().code()), response.status().message(), version);
+  }
+  return MakeResponse(http::status::ok, kJson, ToJson(*response) + "\n", version);
 }
 
 Response HttpRouter::Error(http::status status, absl::string_view reason, unsigned version) {

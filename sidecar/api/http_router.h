@@ -14,7 +14,7 @@
 //                        promise like GET /leader's.
 //   GET  /leader         200, proto3 JSON of baton.v1.Leadership. With
 //                        ?client_id=ID a leader answer is a promise to ID
-//                        (LeadershipPublisher::Answer); 400 with a short
+//                        (LocalApi::Get); 400 with a short
 //                        reason if ID is not 1-64 chars of [A-Za-z0-9._-].
 //   GET  /leader/watch   an event stream (text/event-stream; sse_leadership.h):
 //                        the Leadership JSON at once, then at every change.
@@ -66,6 +66,7 @@
 #include "boost/beast/http/status.hpp"
 #include "boost/beast/http/string_body.hpp"
 #include "sidecar/api/api_context.h"
+#include "sidecar/api/local_api.h"
 
 namespace baton {
 
@@ -83,7 +84,7 @@ class HttpRouter {
 
   // What GET /leader/watch asks to watch.
   struct EventStream {
-    std::string client_id;                    // empty: anonymous
+    Reader reader;                            // ?client_id=
     std::optional<absl::Duration> heartbeat;  // ?heartbeat=, positive
   };
 
@@ -129,13 +130,13 @@ class HttpRouter {
   Response PostResign(const Request& request) const;
   Response PostLeaderAck(const Request& request) const;
 
-  // The JSON body of GET /leader answering `client_id` (empty: anonymous) at
-  // `now`, from LeadershipPublisher::Answer.
-  std::string LeaderJson(std::string_view client_id, MonoTime now) const;
+  // The JSON body of GET /leader telling `answer`.
+  std::string LeaderJson(const LeaderAnswer& answer) const;
 
   const HttpRoutes routes_;
   const absl::Duration leader_cache_window_;
   const ApiContext* const context_;
+  const LocalApi api_;
 
   struct CachedLeaderJson {
     uint64_t version = 0;

@@ -235,7 +235,7 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
                                                ? server_->WatchHeartbeat(reply.stream->heartbeat)
                                                : absl::ZeroDuration();
     // Sends the first event or refuses the stream, both through the strand.
-    server_->watches_->Open(this, std::move(reply.stream->client_id), state_heartbeat);
+    server_->watches_->Open(this, std::move(reply.stream->reader), state_heartbeat);
   }
 
   // Any thread.

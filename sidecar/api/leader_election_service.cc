@@ -17,11 +17,6 @@ constexpr char kWatchLeadership[] = "WatchLeadership";
 constexpr char kResign[] = "Resign";
 constexpr char kAcknowledgeStepDown[] = "AcknowledgeStepDown";
 
-// OK for an anonymous reader (empty) or a well-formed name.
-absl::Status ValidateOptionalClientId(std::string_view client_id) {
-  return client_id.empty() ? absl::OkStatus() : ValidateClientId(client_id);
-}
-
 Response::Event ToProto(WatchEvent event) {
   switch (event) {
     case WatchEvent::kInitial:
@@ -35,10 +30,10 @@ Response::Event ToProto(WatchEvent event) {
 }
 
 // LeadershipWatchSource's format for WatchLeadership.
-Response WatchMessage(const Leadership& leadership, MonoTime now, WatchEvent event) {
+Response WatchMessage(const LeaderAnswer& answer, WatchEvent event) {
   Response message;
   message.set_event(ToProto(event));
-  LeadershipToProto(leadership, now, message.mutable_leadership());
+  LeadershipToProto(answer, answer.at(), message.mutable_leadership());
   return message;
 }
 
@@ -47,6 +42,7 @@ Response WatchMessage(const Leadership& leadership, MonoTime now, WatchEvent eve
 LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions options,
                                              const ApiContext* context)
     : context_(context),
+      api_(context),
       source_(context, &WatchMessage),
       watches_(WatchStreamsOptions{options.max_watchers, options.min_heartbeat_interval,
                                    options.fanout_threads, /*count_as_watchers=*/true},
@@ -55,12 +51,9 @@ LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions option
 grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(
     grpc::CallbackServerContext* context, const v1::GetLeadershipRequest* request,
     v1::Leadership* response) {
-  grpc::Status status = ToGrpcStatus(ValidateOptionalClientId(request->client_id()));
-  if (status.ok()) {
-    const MonoTime now = context_->clock->Monotonic();
-    LeadershipToProto(context_->publisher->Answer(request->client_id(), now).leadership, now,
-                      response);
-  }
+  const absl::StatusOr<LeaderAnswer> answer = api_.Get(Reader{request->client_id()});
+  const grpc::Status status = ToGrpcStatus(answer.status());
+  if (answer.ok()) LeadershipToProto(*answer, answer->at(), response);
   context_->metrics->ObserveGrpcRequest(kGetLeadership, status.error_code());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(status);
@@ -74,33 +67,20 @@ grpc::ServerWriteReactor<Response>* LeaderElectionService::WatchLeadership(
           ? absl::Nanoseconds(google::protobuf::util::TimeUtil::DurationToNanoseconds(
                 request->heartbeat_interval()))
           : absl::ZeroDuration();
-  return GrpcWatchReactor<WatchLeadershipSource>::Open(
-      &watches_, request->client_id(), heartbeat, ValidateOptionalClientId(request->client_id()),
-      kWatchLeadership, context_->metrics);
+  Reader reader{request->client_id()};
+  const absl::Status valid = LocalApi::Validate(reader);
+  return GrpcWatchReactor<WatchLeadershipSource>::Open(&watches_, std::move(reader), heartbeat,
+                                                       valid, kWatchLeadership, context_->metrics);
 }
 
 grpc::ServerUnaryReactor* LeaderElectionService::Resign(grpc::CallbackServerContext* context,
                                                         const v1::ResignRequest*,
                                                         v1::ResignResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  grpc::Status status;
-  if (!context_->hooks.resign) {
-    status = grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "resign is not enabled");
-  } else {
-    response->set_was_leader(
-        context_->publisher->Current().leadership.IsLeader(context_->clock->Monotonic()));
-    // The hook only begins the step-down (ApiHooks::resign): nothing here
-    // waits for the release.
-    status = ToGrpcStatus(context_->hooks.resign());
-    if (status.ok()) {
-      // Built like any other answer: should the hook have left it leading,
-      // the promise is on the ledger.
-      const MonoTime now = context_->clock->Monotonic();
-      LeadershipToProto(context_->publisher->Answer("", now).leadership, now,
-                        response->mutable_leadership());
-    }
-  }
+  absl::StatusOr<v1::ResignResponse> resigned = api_.Resign();
+  const grpc::Status status = ToGrpcStatus(resigned.status());
+  if (resigned.ok()) *response = *std::move(resigned);
   context_->metrics->ObserveGrpcRequest(kResign, status.error_code());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(status);
   return reactor;
 }
@@ -109,16 +89,15 @@ grpc::ServerUnaryReactor* LeaderElectionService::AcknowledgeStepDown(
     grpc::CallbackServerContext* context, const v1::AcknowledgeStepDownRequest* request,
     v1::AcknowledgeStepDownResponse* response) {
   Acknowledgement ack{request->client_id(), request->fencing_token(), std::nullopt};
-  absl::Status valid = request->client_id().empty()
-                           ? absl::InvalidArgumentError("client_id is required")
-                           : ValidateClientId(request->client_id());
-  if (valid.ok() && request->has_valid_until_boottime()) {
-    absl::StatusOr<MonoTime> up_to = DeadlineFromProto(request->valid_until_boottime());
-    valid = up_to.status();
+  absl::StatusOr<MonoTime> up_to = MonoTime();
+  if (request->has_valid_until_boottime()) {
+    up_to = DeadlineFromProto(request->valid_until_boottime());
     if (up_to.ok()) ack.up_to = *up_to;
   }
-  grpc::Status status = ToGrpcStatus(valid);
-  if (status.ok()) response->set_acknowledged(baton::AcknowledgeStepDown(*context_, ack));
+  absl::StatusOr<v1::AcknowledgeStepDownResponse> acknowledged =
+      up_to.ok() ? api_.Acknowledge(ack) : up_to.status();
+  const grpc::Status status = ToGrpcStatus(acknowledged.status());
+  if (acknowledged.ok()) *response = *std::move(acknowledged);
   context_->metrics->ObserveGrpcRequest(kAcknowledgeStepDown, status.error_code());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(status);

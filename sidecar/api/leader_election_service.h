@@ -31,6 +31,7 @@
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "sidecar/api/api_context.h"
 #include "sidecar/api/leadership_watch_source.h"
+#include "sidecar/api/local_api.h"
 #include "sidecar/api/watch_streams.h"
 
 namespace baton {
@@ -83,6 +84,7 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
 
  private:
   const ApiContext* const context_;
+  const LocalApi api_;
   const WatchLeadershipSource source_;
   WatchStreams<WatchLeadershipSource> watches_;
 };

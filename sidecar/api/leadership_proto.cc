@@ -31,11 +31,8 @@ int32_t NarrowToken(int64_t token) {
 
 }  // namespace
 
-void LeadershipToProto(const Leadership& snapshot, const Clock& clock, v1::Leadership* out) {
-  LeadershipToProto(snapshot, clock.Monotonic(), out);
-}
-
-void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out) {
+void LeadershipToProto(const LeaderAnswer& answer, MonoTime at, v1::Leadership* out) {
+  const Leadership& snapshot = answer.leadership();
   out->Clear();
   const bool leader = snapshot.IsLeader(at);
   out->set_is_leader(leader);
@@ -94,9 +91,9 @@ absl::StatusOr<MonoTime> ParseDeadline(std::string_view text) {
   return DeadlineFromProto(deadline);
 }
 
-std::string LeadershipJson(const Leadership& snapshot, MonoTime at) {
+std::string LeadershipJson(const LeaderAnswer& answer, MonoTime at) {
   v1::Leadership message;
-  LeadershipToProto(snapshot, at, &message);
+  LeadershipToProto(answer, at, &message);
   return ToJson(message);
 }
 

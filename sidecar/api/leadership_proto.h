@@ -1,4 +1,4 @@
-// Conversion from the election engine's Leadership snapshot to the public
+// Conversion from an answer of the election engine (LeaderAnswer) to the public
 // baton.v1.Leadership message that both local servers answer with, and back
 // from the deadline an acknowledgement names to the engine's clock.
 //
@@ -19,31 +19,26 @@
 
 namespace baton {
 
-// Fills `out` (cleared first) from `snapshot`, evaluating is_leader and
-// valid_for at clock.Monotonic(). valid_until_boottime is the snapshot's
-// leader_until (an absolute CLOCK_BOOTTIME reading with the system clock)
-// while is_leader, zero otherwise. Thread-safe; does no I/O.
+// Fills `out` (cleared first) from `answer`, evaluating is_leader and
+// valid_for at the monotonic instant `at`. valid_until_boottime is the
+// answer's leader_until (an absolute CLOCK_BOOTTIME reading with the system
+// clock) while is_leader, zero otherwise. Thread-safe; does no I/O.
 //
-// An answer that may say leader must be built from a snapshot obtained from
-// LeadershipPublisher::Answer at the time it is built, so its promise is on
-// the ledger.
-void LeadershipToProto(const Leadership& snapshot, const Clock& clock, v1::Leadership* out);
-
-// The same, evaluated at the monotonic instant `at` instead of now. For a
-// cached answer, evaluate at the end of the window it will be served in: an
-// answer evaluated later than it is served only ever understates leadership
-// (valid_for; valid_until_boottime is the same absolute deadline either way).
-void LeadershipToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out);
+// `at` is normally answer.at(). A cached answer is evaluated at the end of the
+// window it will be served in: an answer evaluated later than it is served
+// only ever understates leadership (valid_for; valid_until_boottime is the
+// same absolute deadline either way).
+void LeadershipToProto(const LeaderAnswer& answer, MonoTime at, v1::Leadership* out);
 
 // The proto3 JSON form of `message` as the HTTP API serves it: lowerCamelCase
 // names and every scalar printed even when zero/false. One line, no trailing
 // newline.
 std::string ToJson(const google::protobuf::Message& message);
 
-// ToJson of the baton.v1.Leadership of `snapshot` evaluated at `at`: the
+// ToJson of the baton.v1.Leadership of `answer` evaluated at `at`: the
 // Leadership JSON that GET /leader (plus a newline) and every event of
 // GET /leader/watch carry. One line.
-std::string LeadershipJson(const Leadership& snapshot, MonoTime at);
+std::string LeadershipJson(const LeaderAnswer& answer, MonoTime at);
 
 // The monotonic instant a valid_until_boottime names, as an
 // acknowledgement carries it back (Acknowledgement::up_to): the inverse of

@@ -14,16 +14,23 @@ using testing::Following;
 using testing::Leading;
 using testing::Unobserved;
 
+// `snapshot` as a reader asking at `at` is told it (a LeaderAnswer comes
+// only from a publisher).
+void ToProto(const Leadership& snapshot, MonoTime at, v1::Leadership* out) {
+  LeadershipPublisher publisher(snapshot);
+  LeadershipToProto(publisher.Promise("", at), at, out);
+}
+
 boost::json::object JsonOf(const Leadership& l, const Clock& clock) {
   v1::Leadership message;
-  LeadershipToProto(l, clock, &message);
+  ToProto(l, clock.Monotonic(), &message);
   return boost::json::parse(ToJson(message)).as_object();
 }
 
 TEST(LeadershipProtoTest, LeaderHasEveryField) {
   FakeClock clock;
   v1::Leadership m;
-  LeadershipToProto(Leading(clock, 7, absl::Seconds(9)), clock, &m);
+  ToProto(Leading(clock, 7, absl::Seconds(9)), clock.Monotonic(), &m);
   EXPECT_TRUE(m.is_leader());
   EXPECT_EQ(m.identity(), testing::kSelf);
   EXPECT_EQ(m.holder_identity(), testing::kSelf);
@@ -44,7 +51,7 @@ TEST(LeadershipProtoTest, FencingRevisionComesFromTheSnapshot) {
   Leadership l = Leading(clock, 7);
   l.fencing_revision = 4711;
   v1::Leadership m;
-  LeadershipToProto(l, clock, &m);
+  ToProto(l, clock.Monotonic(), &m);
   EXPECT_EQ(m.fencing_revision(), 4711);
 }
 
@@ -53,16 +60,16 @@ TEST(LeadershipProtoTest, ValidUntilBoottimeIsTheAbsoluteDeadlineWhileLeader) {
   const Leadership snapshot = Leading(clock, 3, absl::Seconds(10));
   const absl::Duration deadline = snapshot.leader_until.SinceOrigin();
   v1::Leadership m;
-  LeadershipToProto(snapshot, clock, &m);
+  ToProto(snapshot, clock.Monotonic(), &m);
   EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(m.valid_until_boottime()),
             absl::ToInt64Nanoseconds(deadline));
   // Evaluated later (a cached answer): valid_for shrinks, the deadline does not move.
-  LeadershipToProto(snapshot, clock.Monotonic() + absl::Seconds(4), &m);
+  ToProto(snapshot, clock.Monotonic() + absl::Seconds(4), &m);
   EXPECT_EQ(m.valid_for().seconds(), 6);
   EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(m.valid_until_boottime()),
             absl::ToInt64Nanoseconds(deadline));
   // Not leader at the evaluation instant: zero.
-  LeadershipToProto(snapshot, snapshot.leader_until, &m);
+  ToProto(snapshot, snapshot.leader_until, &m);
   EXPECT_FALSE(m.is_leader());
   EXPECT_EQ(google::protobuf::util::TimeUtil::DurationToNanoseconds(m.valid_until_boottime()), 0);
 }
@@ -72,11 +79,11 @@ TEST(LeadershipProtoTest, IsLeaderAndValidForAreEvaluatedWhenConverted) {
   const Leadership snapshot = Leading(clock, 3, absl::Seconds(10));
   v1::Leadership m;
   clock.Advance(absl::Seconds(4));
-  LeadershipToProto(snapshot, clock, &m);
+  ToProto(snapshot, clock.Monotonic(), &m);
   EXPECT_TRUE(m.is_leader());
   EXPECT_EQ(m.valid_for().seconds(), 6);
   clock.Advance(absl::Seconds(6));
-  LeadershipToProto(snapshot, clock, &m);
+  ToProto(snapshot, clock.Monotonic(), &m);
   EXPECT_FALSE(m.is_leader());
   EXPECT_EQ(m.valid_for().seconds(), 0);
   EXPECT_EQ(m.fencing_token(), 3);
@@ -87,7 +94,7 @@ TEST(LeadershipProtoTest, SteppingDownIsNotLeader) {
   Leadership l = Leading(clock, 3);
   l.stepping_down = true;
   v1::Leadership m;
-  LeadershipToProto(l, clock, &m);
+  ToProto(l, clock.Monotonic(), &m);
   EXPECT_FALSE(m.is_leader());
   EXPECT_TRUE(m.stepping_down());
 }

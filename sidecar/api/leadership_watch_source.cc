@@ -17,22 +17,22 @@ LeadershipWatchKey KeyOf(const Leadership& l, MonoTime now) {
 
 template <typename Message>
 LeadershipWatchSource<Message>::Round::Round(const ApiContext* context, Format format)
-    : context_(context),
+    : api_(context),
       format_(format),
       now_(context->clock->Monotonic()),
       probe_(KeyOf(context->publisher->Current().leadership, now_)) {}
 
 template <typename Message>
 WatchAnswer<Message, LeadershipWatchKey> LeadershipWatchSource<Message>::Round::Answer(
-    const std::string& client_id, absl::FunctionRef<WatchEvent(const Key&)> event_for) {
-  const LeadershipPublisher::Versioned answered = context_->publisher->Answer(client_id, now_);
-  Key key = KeyOf(answered.leadership, now_);
+    const Reader& reader, absl::FunctionRef<WatchEvent(const Key&)> event_for) {
+  const LeaderAnswer answer = api_.AnswerAt(reader, now_);
+  Key key = KeyOf(answer.leadership(), now_);
   const WatchEvent event = event_for(key);
   for (const Built& b : built_) {
-    if (b.version == answered.version && b.event == event) return {b.message, std::move(key)};
+    if (b.version == answer.version() && b.event == event) return {b.message, std::move(key)};
   }
-  auto message = std::make_shared<const Message>(format_(answered.leadership, now_, event));
-  built_.push_back(Built{answered.version, event, message});
+  auto message = std::make_shared<const Message>(format_(answer, event));
+  built_.push_back(Built{answer.version(), event, message});
   return {std::move(message), std::move(key)};
 }
 

@@ -7,10 +7,9 @@
 // alone), stepping_down, observed or the Lease uid differ from what its last
 // message said. Renew-only changes (renew_time, valid_for) are not news.
 //
-// A stream's param is its client_id (empty: anonymous). Every message is
-// built from LeadershipPublisher::Answer for that client_id at the moment it
-// is built, so a message that says leader is a promise on the ledger before
-// it is sent.
+// A stream's param is its Reader. Every message is built from
+// LocalApi::AnswerAt for that reader at the moment it is built, so a message
+// that says leader is a promise on the ledger before it is sent.
 #ifndef BATON_SIDECAR_API_LEADERSHIP_WATCH_SOURCE_H_
 #define BATON_SIDECAR_API_LEADERSHIP_WATCH_SOURCE_H_
 
@@ -21,6 +20,7 @@
 
 #include "absl/functional/function_ref.h"
 #include "sidecar/api/api_context.h"
+#include "sidecar/api/local_api.h"
 #include "sidecar/api/watch_streams.h"
 #include "sidecar/common/clock.h"
 #include "sidecar/election/leadership.h"
@@ -45,18 +45,19 @@ class LeadershipWatchSource {
  public:
   using Response = Message;
   using Key = LeadershipWatchKey;
-  using Format = Message (*)(const Leadership& leadership, MonoTime now, WatchEvent event);
+  using Param = Reader;
+  using Format = Message (*)(const LeaderAnswer& answer, WatchEvent event);
 
   // The snapshot at one instant. Every stream answered from one Round gets
-  // its own LeadershipPublisher::Answer (it names that stream's reader), but
+  // its own answer (LocalApi::AnswerAt, for that stream's reader), but
   // streams answered from the same snapshot version with the same event
   // share one message.
   class Round {
    public:
     Round(const ApiContext* context, Format format);
     // What any stream would be told now; promises nothing.
-    const Key& Probe(const std::string& client_id) const { return probe_; }
-    WatchAnswer<Response, Key> Answer(const std::string& client_id,
+    const Key& Probe(const Reader&) const { return probe_; }
+    WatchAnswer<Response, Key> Answer(const Reader& reader,
                                       absl::FunctionRef<WatchEvent(const Key&)> event_for);
 
    private:
@@ -65,7 +66,7 @@ class LeadershipWatchSource {
       WatchEvent event;
       std::shared_ptr<const Response> message;
     };
-    const ApiContext* const context_;
+    const LocalApi api_;
     const Format format_;
     const MonoTime now_;
     const Key probe_;

@@ -97,7 +97,7 @@ TEST(MetricsTest, SlowPathsAndAcknowledgementsAreCounted) {
 TEST(MetricsTest, OutstandingPromisesLastUntilAcknowledgedOrLapsed) {
   ApiTestEnv env;
   env.publisher.Publish(Leading(env.clock, 5, absl::Seconds(10)));
-  env.publisher.Answer("app", env.clock.Monotonic());
+  env.publisher.Promise("app", env.clock.Monotonic());
   env.clock.Advance(absl::Seconds(4));
   EXPECT_THAT(env.metrics.Render(),
               HasSubstr("baton_promises_outstanding_seconds{name=\"my-lease\"} 6\n"));

@@ -5,8 +5,8 @@
 
 namespace baton {
 
-std::string SseLeadershipEvent(const Leadership& leadership, MonoTime now, WatchEvent) {
-  return absl::StrCat("event: leadership\ndata: ", LeadershipJson(leadership, now), "\n\n");
+std::string SseLeadershipEvent(const LeaderAnswer& answer, WatchEvent) {
+  return absl::StrCat("event: leadership\ndata: ", LeadershipJson(answer, answer.at()), "\n\n");
 }
 
 }  // namespace baton

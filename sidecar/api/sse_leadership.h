@@ -31,14 +31,14 @@
 
 namespace baton {
 
-// What GET /leader/watch streams watch; a stream's param is its client_id.
+// What GET /leader/watch streams watch; a stream's param is its Reader.
 using SseLeadershipSource = LeadershipWatchSource<std::string>;
 using SseLeadershipStreams = WatchStreams<SseLeadershipSource>;
 
-// The event telling `leadership` evaluated at `now` (LeadershipWatchSource's
+// The event telling `answer` (LeadershipWatchSource's
 // format for GET /leader/watch). Every event has the same name, whatever
 // `event` it is: the first one of a stream is the initial state.
-std::string SseLeadershipEvent(const Leadership& leadership, MonoTime now, WatchEvent event);
+std::string SseLeadershipEvent(const LeaderAnswer& answer, WatchEvent event);
 
 // The heartbeat comment.
 inline constexpr std::string_view kSseHeartbeat = ": heartbeat\n\n";

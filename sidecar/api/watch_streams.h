@@ -22,16 +22,17 @@
 //   struct Source {
 //     using Response = ...;  // the stream's message type
 //     using Key = ...;       // what a stream is told about: regular, ==
+//     using Param = ...;     // what a stream asked for when it opened
 //     class Round {          // the state at one instant; one thread uses it
 //      public:
 //       // What the stream opened with `param` would be told; no side effects.
 //       // Called with locks held, so it must only look at what the Round
 //       // already computed.
-//       Key Probe(const std::string& param) const;
+//       Key Probe(const Param& param) const;
 //       // The message for that stream, answered now; `event_for` picks the
 //       // event from what the message says.
 //       WatchAnswer<Response, Key> Answer(
-//           const std::string& param, absl::FunctionRef<WatchEvent(const Key&)> event_for);
+//           const Param& param, absl::FunctionRef<WatchEvent(const Key&)> event_for);
 //     };
 //     Round NewRound() const;  // thread-safe; looks at the state now
 //   };
@@ -94,6 +95,7 @@ class WatchStreams {
  public:
   using Response = typename Source::Response;
   using Key = typename Source::Key;
+  using Param = typename Source::Param;
   using Answer = WatchAnswer<Response, Key>;
 
   // One stream, as its transport implements it. The transport derives from
@@ -181,7 +183,7 @@ class WatchStreams {
     };
 
     // Set by Open before the stream is registered, constant after.
-    void Init(WatchStreams* streams, std::string param, absl::Duration heartbeat) {
+    void Init(WatchStreams* streams, Param param, absl::Duration heartbeat) {
       streams_ = streams;
       param_ = std::move(param);
       heartbeat_ = ToSteady(heartbeat);
@@ -292,7 +294,7 @@ class WatchStreams {
     }
 
     WatchStreams* streams_ = nullptr;
-    std::string param_;
+    Param param_;
     SteadyDuration heartbeat_{};  // zero: no heartbeats
     SteadyDuration slack_{};
     // Read without the lock in Done, after every other call has returned.
@@ -329,7 +331,7 @@ class WatchStreams {
   // `refusal` is not OK, or the limit is reached (ResourceExhausted), or
   // FinishAll has begun (Unavailable), the stream is ended at once with the
   // reason and sent nothing; otherwise it is sent its first message now.
-  void Open(Stream* stream, std::string param, absl::Duration heartbeat,
+  void Open(Stream* stream, Param param, absl::Duration heartbeat,
             absl::Status refusal = absl::OkStatus()) {
     if (heartbeat > absl::ZeroDuration()) {
       heartbeat = std::max(heartbeat, options_.min_heartbeat_interval);

@@ -299,7 +299,7 @@ TEST_F(StepDownHandshakeTest, ResignStopsAnsweringLeaderAtOnceEvenWhileTheLoopIs
   EXPECT_TRUE(me.loop().Resign());
   EXPECT_TRUE(me.Current().stepping_down);
   EXPECT_FALSE(
-      me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(clock_.Monotonic()));
+      me.publisher().Promise("app", clock_.Monotonic()).leadership().IsLeader(clock_.Monotonic()));
   gated.Open();
   EXPECT_TRUE(me.loop().Shutdown(kPatience));
 }
@@ -335,14 +335,14 @@ TEST_F(StepDownHandshakeTest, ResignDuringATakeoverInFlightNeverAnswersLeader) {
   absl::MutexLock lock(&mu);
   EXPECT_FALSE(said_leader);
   EXPECT_FALSE(
-      me.publisher().Answer("app", clock_.Monotonic()).leadership.IsLeader(clock_.Monotonic()));
+      me.publisher().Promise("app", clock_.Monotonic()).leadership().IsLeader(clock_.Monotonic()));
 }
 
 TEST_F(StepDownHandshakeTest, ResignReleasesOnlyOnceTheClientAcknowledges) {
   Candidate me("me", &store_, kFast, &clock_);
   StartLeader(&me);
   const MonoTime promised_until =
-      me.publisher().Answer("app", clock_.Monotonic()).leadership.leader_until;
+      me.publisher().Promise("app", clock_.Monotonic()).leadership().leader_until;
   const int64_t token = me.Current().fencing_token;
 
   ASSERT_TRUE(me.loop().Resign());
@@ -361,7 +361,7 @@ TEST_F(StepDownHandshakeTest, AnAnonymousPromiseHoldsTheReleaseUntilItLapses) {
   Candidate me("me", &store_, kFast, &clock_);
   StartLeader(&me);
   const MonoTime promised_until =
-      me.publisher().Answer("", clock_.Monotonic()).leadership.leader_until;
+      me.publisher().Promise("", clock_.Monotonic()).leadership().leader_until;
 
   ASSERT_TRUE(me.loop().Resign());
   ASSERT_TRUE(AdvanceUntil([&] { return Released(); }, kFast.renew_deadline * 2));
@@ -372,7 +372,7 @@ TEST_F(StepDownHandshakeTest, AnAnonymousPromiseHoldsTheReleaseUntilItLapses) {
 TEST_F(StepDownHandshakeTest, AnAcknowledgementForAnotherTermDoesNotRelease) {
   Candidate me("me", &store_, kFast, &clock_);
   StartLeader(&me);
-  me.publisher().Answer("app", clock_.Monotonic());
+  me.publisher().Promise("app", clock_.Monotonic());
   const int64_t token = me.Current().fencing_token;
 
   ASSERT_TRUE(me.loop().Resign());
@@ -388,7 +388,7 @@ TEST_F(StepDownHandshakeTest, AnAcknowledgementForAnotherTermDoesNotRelease) {
 TEST_F(StepDownHandshakeTest, ShutdownWhoseGraceEndsBeforeThePromiseExitsWithoutReleasing) {
   Candidate me("me", &store_, kFast, &clock_);
   StartLeader(&me);
-  me.publisher().Answer("", clock_.Monotonic());
+  me.publisher().Promise("", clock_.Monotonic());
 
   // Whether Shutdown sees the thread end exactly at its deadline is a race
   // the test does not care about; what matters is that nothing is released.
@@ -402,7 +402,7 @@ TEST_F(StepDownHandshakeTest, ShutdownWhoseGraceEndsBeforeThePromiseExitsWithout
 TEST_F(StepDownHandshakeTest, ShutdownWithEveryPromiseAcknowledgedReleasesAtOnce) {
   Candidate me("me", &store_, kFast, &clock_);
   StartLeader(&me);
-  me.publisher().Answer("app", clock_.Monotonic());
+  me.publisher().Promise("app", clock_.Monotonic());
   ASSERT_TRUE(me.publisher().Acknowledge({"app", me.Current().fencing_token, std::nullopt},
                                          clock_.Monotonic()));
 

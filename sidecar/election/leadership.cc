@@ -69,16 +69,16 @@ bool LeadershipPublisher::ReplaceLocked(Leadership next,
   return true;
 }
 
-LeadershipPublisher::Versioned LeadershipPublisher::Answer(std::string_view client_id,
-                                                           MonoTime now) {
+LeaderAnswer LeadershipPublisher::Promise(std::string_view client_id, MonoTime now) {
   absl::MutexLock lock(&mu_);
-  const Leadership& l = current_.leadership;
-  if (!l.IsLeader(now)) return current_;
+  LeaderAnswer answer(current_.leadership, current_.version, now);
+  const Leadership& l = answer.leadership_;
+  if (!l.IsLeader(now)) return answer;
   // ReplaceLocked keeps the ledger on the current term whenever it holds.
-  if (!client_id.empty() && TrackLocked(client_id, l.leader_until, now)) return current_;
+  if (!client_id.empty() && TrackLocked(client_id, l.leader_until, now)) return answer;
   ledger_.anonymous_until =
       std::max(ledger_.anonymous_until.value_or(l.leader_until), l.leader_until);
-  return current_;
+  return answer;
 }
 
 bool LeadershipPublisher::TrackLocked(std::string_view client_id, MonoTime until, MonoTime now) {

@@ -10,7 +10,7 @@
 //
 // Promises (docs/design.md, "The step-down handshake"): every answer that says
 // "leader" promises its reader that nobody else leads until the snapshot's
-// leader_until. The publisher records each one as it is given (Answer), per
+// leader_until. The publisher records each one as it is given (Promise), per
 // client_id when the reader named itself, and forgets a client's promises up
 // to the deadline that client names when it acknowledges the end of its
 // leader work (Acknowledge). The election loop releases the Lease only once
@@ -27,6 +27,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -98,11 +99,34 @@ struct Acknowledgement {
   std::optional<MonoTime> up_to;
 };
 
+// One answer to one reader: the snapshot as that reader is told it, and the
+// instant it was given. Only LeadershipPublisher::Promise makes one, and only
+// after recording the promise it carries if it says leader; the local API's
+// formats (leadership_proto.h) print nothing else, so no surface can tell a
+// reader "leader" without that promise on the ledger.
+class LeaderAnswer {
+ public:
+  const Leadership& leadership() const { return leadership_; }
+  // The version of the snapshot it was read from (LeadershipPublisher::Versioned).
+  uint64_t version() const { return version_; }
+  // When it was given: what is_leader and valid_for are evaluated at.
+  MonoTime at() const { return at_; }
+
+ private:
+  friend class LeadershipPublisher;
+  LeaderAnswer(Leadership leadership, uint64_t version, MonoTime at)
+      : leadership_(std::move(leadership)), version_(version), at_(at) {}
+
+  Leadership leadership_;
+  uint64_t version_;
+  MonoTime at_;
+};
+
 // Holds the current Leadership, tells interested parties when it changes, and
 // keeps the ledger of promises handed out in the current term.
 //
 // Thread-safe. Publish is called by the election loop; readers (HTTP and gRPC
-// handlers) call Answer, Current, WaitForChange or Subscribe from any thread.
+// handlers) call Promise, Current, WaitForChange or Subscribe from any thread.
 // No callback is ever invoked while the internal lock is held.
 class LeadershipPublisher {
  public:
@@ -132,14 +156,14 @@ class LeadershipPublisher {
 
   Versioned Current() const;
 
-  // The snapshot to answer a reader with at `now`. If it says leader at `now`,
-  // records, atomically with reading it, a promise to `client_id` (empty:
-  // anonymous) lasting until its leader_until. Every answer that may tell a
-  // reader "leader" (HTTP, gRPC unary, each watch message) must be built from
-  // a snapshot obtained here at the time it is built, never from an older
-  // one: that is what lets a step-down that began after Answer returned wait
-  // for the promise.
-  Versioned Answer(std::string_view client_id, MonoTime now);
+  // The answer to a reader at `now`. If it says leader at `now`, records,
+  // atomically with reading the snapshot, a promise to `client_id` (empty:
+  // anonymous) lasting until its leader_until. Every
+  // answer that may tell a reader "leader" (HTTP, gRPC unary, each watch
+  // message) is built from one obtained here at the time it is built, never
+  // from an older one: that is what lets a step-down that began after
+  // Promise returned wait for it.
+  LeaderAnswer Promise(std::string_view client_id, MonoTime now);
 
   // Begins stepping down at once, from any thread, without waiting for the
   // election loop: from now until EndStepDown(the number returned), every

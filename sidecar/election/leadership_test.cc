@@ -132,7 +132,7 @@ class PromiseLedgerTest : public ::testing::Test {
 TEST_F(PromiseLedgerTest, ALeaderAnswerIsAPromiseUntilLeaderUntil) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt) << "nothing answered yet";
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
   EXPECT_EQ(publisher_.OutstandingUntil(2, Now()), std::nullopt) << "another term";
 }
@@ -141,15 +141,15 @@ TEST_F(PromiseLedgerTest, ANotLeaderAnswerPromisesNothing) {
   Leadership l = Term(3, absl::Seconds(10));
   l.stepping_down = true;
   publisher_.Publish(l);
-  publisher_.Answer("app", Now());
-  publisher_.Answer("", Now());
+  publisher_.Promise("app", Now());
+  publisher_.Promise("", Now());
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
 TEST_F(PromiseLedgerTest, AcknowledgementVoidsOnlyThatClientsPromisesOfThatTerm) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime until = publisher_.Answer("a", Now()).leadership.leader_until;
-  publisher_.Answer("b", Now());
+  const MonoTime until = publisher_.Promise("a", Now()).leadership().leader_until;
+  publisher_.Promise("b", Now());
   EXPECT_FALSE(publisher_.Acknowledge({"a", 2, until}, Now()));
   EXPECT_FALSE(publisher_.Acknowledge({"c", 3, until}, Now()));
   EXPECT_TRUE(publisher_.Acknowledge({"a", 3, until}, Now()));
@@ -161,7 +161,7 @@ TEST_F(PromiseLedgerTest, AcknowledgementVoidsOnlyThatClientsPromisesOfThatTerm)
 
 TEST_F(PromiseLedgerTest, AnonymousPromisesOnlyLapse) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("", Now());
+  publisher_.Promise("", Now());
   EXPECT_FALSE(publisher_.Acknowledge({"", 3, std::nullopt}, Now()));
   clock_.Advance(absl::Seconds(9));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(1));
@@ -171,10 +171,10 @@ TEST_F(PromiseLedgerTest, AnonymousPromisesOnlyLapse) {
 
 TEST_F(PromiseLedgerTest, ARenewExtendsTheOutstandingPromise) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   clock_.Advance(absl::Seconds(2));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
 }
 
@@ -182,13 +182,13 @@ TEST_F(PromiseLedgerTest, ARenewExtendsTheOutstandingPromise) {
 
 TEST_F(PromiseLedgerTest, LateAckDoesNotVoidALaterPromise) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime first = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime first = publisher_.Promise("app", Now()).leadership().leader_until;
   // The app is done with that answer and acknowledges it; the call times out
   // and is retried. Meanwhile a renew, and the app starts new work on a
   // fresh answer.
   clock_.Advance(absl::Seconds(2));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime second = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime second = publisher_.Promise("app", Now()).leadership().leader_until;
   ASSERT_GT(second, first);
   // The old acknowledgement (and its retry) arrive now.
   EXPECT_FALSE(publisher_.Acknowledge({"app", 3, first}, Now())) << "a later promise remains";
@@ -201,15 +201,15 @@ TEST_F(PromiseLedgerTest, LateAckDoesNotVoidALaterPromise) {
 
 TEST_F(PromiseLedgerTest, AckSentBeforeTheTermResumedDoesNotVoidItsNewPromise) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime before = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime before = publisher_.Promise("app", Now()).leadership().leader_until;
   // Renews fail past the renew deadline: not leader, and the app's work ends.
   clock_.Advance(absl::Seconds(10));
-  ASSERT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  ASSERT_FALSE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
   // The API comes back and the same term resumes (same token); the app
   // leads again before its acknowledgement of the earlier work arrives.
   clock_.Advance(absl::Seconds(1));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime resumed = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime resumed = publisher_.Promise("app", Now()).leadership().leader_until;
   EXPECT_FALSE(publisher_.Acknowledge({"app", 3, before}, Now()));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), resumed);
 }
@@ -217,10 +217,10 @@ TEST_F(PromiseLedgerTest, AckSentBeforeTheTermResumedDoesNotVoidItsNewPromise) {
 TEST_F(PromiseLedgerTest, SharedIdAckCoversOnlyWhatItNames) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   // Two processes use the client id "shared": one reader to the ledger.
-  const MonoTime first = publisher_.Answer("shared", Now()).leadership.leader_until;
+  const MonoTime first = publisher_.Promise("shared", Now()).leadership().leader_until;
   clock_.Advance(absl::Seconds(2));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime second = publisher_.Answer("shared", Now()).leadership.leader_until;
+  const MonoTime second = publisher_.Promise("shared", Now()).leadership().leader_until;
   // The first process finishes and acknowledges what it acted on: the
   // second process's later promise stays outstanding.
   EXPECT_FALSE(publisher_.Acknowledge({"shared", 3, first}, Now()));
@@ -232,12 +232,12 @@ TEST_F(PromiseLedgerTest, SharedIdAckCoversOnlyWhatItNames) {
 
 TEST_F(PromiseLedgerTest, AckCoversEveryAnswerUpToTheDeadlineItNames) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   clock_.Advance(absl::Seconds(2));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime second = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime second = publisher_.Promise("app", Now()).leadership().leader_until;
   // Answers between two renews share a deadline: naming it covers them all.
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   EXPECT_TRUE(publisher_.Acknowledge({"app", 3, second + absl::Seconds(1)}, Now()));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
@@ -249,7 +249,7 @@ TEST_F(PromiseLedgerTest, AckNamesADeadlineAtTheNanosecondResolutionOfAnswers) {
   Leadership l = Term(3, absl::Seconds(10));
   l.leader_until = until;
   publisher_.Publish(l);
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   const MonoTime printed =
       MonoTime::FromSinceOrigin(absl::Trunc(until.SinceOrigin(), absl::Nanoseconds(1)));
   ASSERT_LT(printed, until);
@@ -260,17 +260,17 @@ TEST_F(PromiseLedgerTest, AckWithoutADeadlineVoidsEveryPromiseOfTheTermSoFar) {
   // What acknowledgements meant before they named a deadline, kept for
   // clients that send none.
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   clock_.Advance(absl::Seconds(2));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   EXPECT_TRUE(publisher_.Acknowledge({"app", 3, std::nullopt}, Now()));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
 TEST_F(PromiseLedgerTest, AckOfLapsedPromisesSettlesNothing) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime until = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime until = publisher_.Promise("app", Now()).leadership().leader_until;
   clock_.Advance(absl::Seconds(10));
   EXPECT_FALSE(publisher_.Acknowledge({"app", 3, until}, Now()));
 }
@@ -280,12 +280,12 @@ TEST_F(PromiseLedgerTest, AckOfLapsedPromisesSettlesNothing) {
 TEST_F(PromiseLedgerTest, LapsedPromisesDoNotCountAgainstTheClientLimit) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
-    publisher_.Answer(absl::StrCat("old-", i), Now());
+    publisher_.Promise(absl::StrCat("old-", i), Now());
   }
   // Those promises lapse; the term goes on with renews.
   clock_.Advance(absl::Seconds(11));
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  const MonoTime until = publisher_.Answer("app", Now()).leadership.leader_until;
+  const MonoTime until = publisher_.Promise("app", Now()).leadership().leader_until;
   EXPECT_TRUE(publisher_.Acknowledge({"app", 3, until}, Now())) << "tracked by name";
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt) << "no anonymous promise";
   EXPECT_LE(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
@@ -294,9 +294,9 @@ TEST_F(PromiseLedgerTest, LapsedPromisesDoNotCountAgainstTheClientLimit) {
 TEST_F(PromiseLedgerTest, PastTheLimitOnlyTheOverflowingReaderIsUntracked) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
   for (int i = 0; i < LeadershipPublisher::kMaxTrackedClients; ++i) {
-    publisher_.Answer(absl::StrCat("c", i), Now());
+    publisher_.Promise(absl::StrCat("c", i), Now());
   }
-  const MonoTime until = publisher_.Answer("one-too-many", Now()).leadership.leader_until;
+  const MonoTime until = publisher_.Promise("one-too-many", Now()).leadership().leader_until;
   EXPECT_EQ(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
   EXPECT_FALSE(publisher_.Acknowledge({"one-too-many", 3, until}, Now())) << "not tracked";
   // Everyone tracked keeps their promises and their acknowledgements.
@@ -306,7 +306,7 @@ TEST_F(PromiseLedgerTest, PastTheLimitOnlyTheOverflowingReaderIsUntracked) {
   // The overflowing reader's promise was kept, as an anonymous one.
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), until);
   // With room again, it is tracked by name from its next answer on.
-  publisher_.Answer("one-too-many", Now());
+  publisher_.Promise("one-too-many", Now());
   EXPECT_TRUE(publisher_.Acknowledge({"one-too-many", 3, until}, Now()));
 }
 
@@ -319,13 +319,13 @@ TEST_F(PromiseLedgerTest, AClientPerRequestNeverLocksOutALongLivedReader) {
   for (int tick = 0; tick < 3000; ++tick) {
     clock_.Advance(absl::Milliseconds(100));
     if (tick % 20 == 0) publisher_.Publish(Term(3, absl::Seconds(10)));
-    for (int i = 0; i < 5; ++i) publisher_.Answer(absl::StrCat("request-", names++), Now());
+    for (int i = 0; i < 5; ++i) publisher_.Promise(absl::StrCat("request-", names++), Now());
     ASSERT_LE(publisher_.TrackedClients(), LeadershipPublisher::kMaxTrackedClients);
   }
   ASSERT_GT(names, 10 * LeadershipPublisher::kMaxTrackedClients);
   // A long-lived reader that arrives now (a restarted process, a new name)
   // is tracked, and its acknowledgement counts.
-  const MonoTime until = publisher_.Answer("worker", Now()).leadership.leader_until;
+  const MonoTime until = publisher_.Promise("worker", Now()).leadership().leader_until;
   EXPECT_TRUE(publisher_.Acknowledge({"worker", 3, until}, Now()));
   // The per-request readers never acknowledge; only their promises hold the
   // step-down, until they lapse.
@@ -336,7 +336,7 @@ TEST_F(PromiseLedgerTest, AClientPerRequestNeverLocksOutALongLivedReader) {
 
 TEST_F(PromiseLedgerTest, PromisesOfTheLastTermStayOutstandingInTheNext) {
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  publisher_.Answer("app", Now());
+  publisher_.Promise("app", Now());
   // The Lease was deleted and recreated by this same leader: a new term
   // starts while the last one's promise still runs.
   clock_.Advance(absl::Seconds(1));
@@ -352,15 +352,15 @@ TEST_F(PromiseLedgerTest, StepDownMarksEverySnapshotUntilTheLoopEndsIt) {
   // mark holds, so no answer says leader again.
   publisher_.Publish(Term(3, absl::Seconds(10)));
   EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
-  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  EXPECT_FALSE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
   // Nor a new term the loop was acquiring meanwhile.
   publisher_.Publish(Leadership{});
   publisher_.Publish(Term(4, absl::Seconds(10)));
-  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  EXPECT_FALSE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
   // Once the loop has ended the step-down (Resign done), terms lead again.
   publisher_.EndStepDown(request);
   publisher_.Publish(Term(5, absl::Seconds(10)));
-  EXPECT_TRUE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  EXPECT_TRUE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
 }
 
 // A takeover in flight when the step-down begins: the term it wins must not
@@ -371,7 +371,7 @@ TEST_F(PromiseLedgerTest, StepDownWhenNotHoldingMarksTheNextTerm) {
   EXPECT_EQ(publisher_.Current().version, version) << "nothing to tell anyone yet";
   publisher_.Publish(Term(3, absl::Seconds(10)));
   EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
-  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  EXPECT_FALSE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
 }
 
 TEST_F(PromiseLedgerTest, EndingAnEarlierStepDownDoesNotEndALaterOne) {
@@ -379,7 +379,7 @@ TEST_F(PromiseLedgerTest, EndingAnEarlierStepDownDoesNotEndALaterOne) {
   publisher_.StepDown();
   publisher_.EndStepDown(first);
   publisher_.Publish(Term(3, absl::Seconds(10)));
-  EXPECT_FALSE(publisher_.Answer("app", Now()).leadership.IsLeader(Now()));
+  EXPECT_FALSE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ MonoTime Runner::PollIdle(MonoTime now) {
   if (restart_at_.has_value() && now < *restart_at_) return *restart_at_;
   // Read first, so that a follower records no promise.
   if (!CanStart(publisher_->Current().leadership, now)) return MonoInfiniteFuture();
-  const Leadership answer = publisher_->Answer(options_.client_id, now).leadership;
+  const Leadership answer = publisher_->Promise(options_.client_id, now).leadership();
   if (!CanStart(answer, now)) {
     // The term ended between the two reads: give back what Answer recorded.
     GiveBack(answer.fencing_token, answer.leader_until);
@@ -93,7 +93,7 @@ MonoTime Runner::PollChild(MonoTime now) {
     if (shutting_down_) {
       BeginStop(now, "shutdown");
     } else {
-      const Leadership l = publisher_->Answer(options_.client_id, now).leadership;
+      const Leadership l = publisher_->Promise(options_.client_id, now).leadership();
       if (!l.IsLeader(now) || l.fencing_token != c.token) {
         BeginStop(now, l.stepping_down ? "stepping_down" : "not_leader");
       } else {
