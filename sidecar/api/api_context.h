@@ -10,6 +10,7 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "sidecar/api/metrics.h"
 #include "sidecar/common/clock.h"
 #include "sidecar/election/leadership.h"
@@ -58,6 +59,12 @@ struct ApiContext {
   const Clock* wait_clock = SystemClock();
   Metrics* metrics = nullptr;  // required
   ApiHooks hooks;
+  // The longest promise a unary answer (GET /leader, GET /, GetLeadership)
+  // to a reader that names neither itself nor a bound carries
+  // (--max-unnamed-valid-for): such a reader cannot acknowledge, so a
+  // step-down waits until its last promise lapses. Infinite: as long as the
+  // sidecar can promise.
+  absl::Duration max_unnamed_valid_for = absl::InfiniteDuration();
 };
 
 // The liveness / readiness verdicts, applying the defaults documented on

@@ -3,8 +3,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -90,7 +92,7 @@ v1::WatchLeadershipRequest WatchRequest(absl::Duration heartbeat, const std::str
   v1::WatchLeadershipRequest request;
   request.set_client_id(client_id);
   if (heartbeat > absl::ZeroDuration()) {
-    *request.mutable_heartbeat_interval() = google::protobuf::util::TimeUtil::NanosecondsToDuration(
+    *request.mutable_heartbeat_interval() = TimeUtil::NanosecondsToDuration(
         absl::ToInt64Nanoseconds(heartbeat));
   }
   return request;
@@ -607,6 +609,31 @@ TEST_F(GrpcServerTest, ResignCallsTheHook) {
   EXPECT_TRUE(response.was_leader());
   EXPECT_FALSE(response.leadership().is_leader());
   EXPECT_TRUE(response.leadership().stepping_down());
+}
+
+TEST_F(GrpcServerTest, GetLeadershipPromisesAtMostWhatTheReaderAsks) {
+  env_.context.max_unnamed_valid_for = absl::Seconds(1);
+  env_.publisher.Publish(Leading(env_.clock, 7, absl::Seconds(10)));
+  auto ask = [&](const std::string& client_id, std::optional<absl::Duration> bound) {
+    grpc::ClientContext context;
+    v1::GetLeadershipRequest request;
+    request.set_client_id(client_id);
+    if (bound) {
+      *request.mutable_max_valid_for() =
+          TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(*bound));
+    }
+    v1::Leadership response;
+    const grpc::Status status = stub_->GetLeadership(&context, request, &response);
+    return std::make_pair(status,
+                          absl::Nanoseconds(TimeUtil::DurationToNanoseconds(response.valid_for())));
+  };
+  EXPECT_LE(ask("", std::nullopt).second, absl::Seconds(1)) << "unnamed: the sidecar's bound";
+  EXPECT_GT(ask("app", std::nullopt).second, absl::Seconds(9)) << "named: the whole promise";
+  EXPECT_LE(ask("app", absl::Milliseconds(300)).second, absl::Milliseconds(300));
+  EXPECT_GT(ask("", absl::Seconds(5)).second, absl::Seconds(4));
+  for (absl::Duration bad : {absl::ZeroDuration(), absl::Microseconds(500), -absl::Seconds(1)}) {
+    EXPECT_EQ(ask("app", bad).first.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+  }
 }
 
 TEST_F(GrpcServerTest, ResignWithoutAHookIsUnimplementedAndErrorsMap) {

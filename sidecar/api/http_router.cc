@@ -114,28 +114,34 @@ absl::StatusOr<std::optional<std::string_view>> QueryParam(std::string_view targ
   return value;
 }
 
-// The reader a request names (?client_id=), its name validated.
+// A positive duration as absl (and Go) print them ("15s", "500ms", "1m30s"),
+// given as query parameter `name`: nullopt when absent.
+absl::StatusOr<std::optional<absl::Duration>> OptionalDuration(std::string_view target,
+                                                               std::string_view name) {
+  absl::StatusOr<std::optional<std::string_view>> text = QueryParam(target, name);
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return std::nullopt;
+  absl::Duration d;
+  if (!absl::ParseDuration(absl::string_view((*text)->data(), (*text)->size()), &d) ||
+      d <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(absl::string_view(name.data(), name.size()), " must be a positive duration such as 5s or 500ms"));
+  }
+  return d;
+}
+
+// The reader a request names: ?client_id= and ?max_valid_for=, validated
+// (LocalApi::Validate).
 absl::StatusOr<Reader> ReaderOf(std::string_view target) {
   absl::StatusOr<std::optional<std::string_view>> id = QueryParam(target, "client_id");
   if (!id.ok()) return id.status();
-  if (!id->has_value()) return Reader{};
   // Given but empty is a mistake, not a wish to be anonymous.
-  if (absl::Status valid = ValidateClientId(**id); !valid.ok()) return valid;
-  return Reader{std::string(**id)};
-}
-
-// The optional heartbeat of GET /leader/watch: a positive duration as absl
-// (and Go) print them ("15s", "500ms", "1m30s").
-absl::StatusOr<std::optional<absl::Duration>> OptionalHeartbeat(std::string_view target) {
-  absl::StatusOr<std::optional<std::string_view>> text = QueryParam(target, "heartbeat");
-  if (!text.ok()) return text.status();
-  if (!text->has_value()) return std::nullopt;
-  absl::Duration heartbeat;
-  if (!absl::ParseDuration(absl::string_view((*text)->data(), (*text)->size()), &heartbeat) ||
-      heartbeat <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("heartbeat must be a positive duration such as 5s");
-  }
-  return heartbeat;
+  if (id->has_value() && (*id)->empty()) return ValidateClientId("");
+  absl::StatusOr<std::optional<absl::Duration>> bound = OptionalDuration(target, "max_valid_for");
+  if (!bound.ok()) return bound.status();
+  Reader reader{std::string(id->value_or(std::string_view())), *bound};
+  if (absl::Status valid = LocalApi::Validate(reader); !valid.ok()) return valid;
+  return reader;
 }
 
 // A fencing token as a query parameter: a non-negative decimal int32.
@@ -248,7 +254,8 @@ HttpRouter::Reply HttpRouter::GetLeaderWatch(const Request& request) const {
   if (!reader.ok()) {
     return {Text(http::status::bad_request, reader.status().message(), version), std::nullopt};
   }
-  absl::StatusOr<std::optional<absl::Duration>> heartbeat = OptionalHeartbeat(request.target());
+  absl::StatusOr<std::optional<absl::Duration>> heartbeat =
+      OptionalDuration(request.target(), "heartbeat");
   if (!heartbeat.ok()) {
     return {Text(http::status::bad_request, heartbeat.status().message(), version), std::nullopt};
   }
@@ -265,20 +272,22 @@ HttpRouter::Reply HttpRouter::GetLeaderWatch(const Request& request) const {
 }
 
 std::string HttpRouter::LeaderJson(const LeaderAnswer& answer) const {
-  // The promise is recorded whatever body is served: a cached body that says
-  // leader was evaluated at the end of its window, so it is leader at the
-  // answer's instant too and carries the same leader_until (same version).
+  // A cached body is served only for the same snapshot and the same deadline,
+  // so it tells exactly the promise the answer recorded; evaluated at the end
+  // of its window, it says leader only if the answer does.
   const MonoTime now = answer.at();
+  const MonoTime deadline = answer.leadership().leader_until;
   {
     absl::MutexLock lock(&cache_mu_);
-    if (cache_.version == answer.version() && cache_.from <= now && now < cache_.until) {
+    if (cache_.version == answer.version() && cache_.deadline == deadline && cache_.from <= now &&
+        now < cache_.until) {
       return cache_.body;
     }
   }
   const MonoTime until = now + leader_cache_window_;
   std::string body = LeadershipJson(answer, until) + "\n";
   absl::MutexLock lock(&cache_mu_);
-  cache_ = CachedLeaderJson{answer.version(), now, until, body};
+  cache_ = CachedLeaderJson{answer.version(), deadline, now, until, body};
   return body;
 }
 

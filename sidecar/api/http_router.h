@@ -16,9 +16,15 @@
 //                        ?client_id=ID a leader answer is a promise to ID
 //                        (LocalApi::Get); 400 with a short
 //                        reason if ID is not 1-64 chars of [A-Za-z0-9._-].
+//                        ?max_valid_for=DUR (e.g. 2s) bounds the promise
+//                        (Reader::max_valid_for); without it an unnamed
+//                        reader gets at most --max-unnamed-valid-for; 400
+//                        if malformed or under 1ms.
 //   GET  /leader/watch   an event stream (text/event-stream; sse_leadership.h):
 //                        the Leadership JSON at once, then at every change.
-//                        ?client_id=ID as for GET /leader; ?heartbeat=DUR
+//                        ?client_id=ID as for GET /leader, ?max_valid_for=DUR
+//                        too, but only the stream's own bound applies;
+//                        ?heartbeat=DUR
 //                        (e.g. 5s) asks for the state again after that long
 //                        without an event (a state heartbeat); 400
 //                        for a malformed one. Handle only answers the
@@ -47,7 +53,7 @@
 // the request and carries Cache-Control: no-store. The one exception is the
 // body of GET /leader, whose proto3 JSON printing costs tens of microseconds:
 // it is reused for requests within `leader_cache_window` of each other (and
-// of the same snapshot version), and is evaluated at the END of that window,
+// of the same snapshot version and deadline, see Reader), and is evaluated at the END of that window,
 // so a reused answer understates validFor by less than the window and never
 // says isLeader=true later than it is true.
 #ifndef BATON_SIDECAR_API_HTTP_ROUTER_H_
@@ -140,6 +146,7 @@ class HttpRouter {
 
   struct CachedLeaderJson {
     uint64_t version = 0;
+    MonoTime deadline;  // the leader_until it tells
     MonoTime from;   // served for requests in [from, until)
     MonoTime until;  // and evaluated at `until`
     std::string body;

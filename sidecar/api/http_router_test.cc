@@ -10,6 +10,8 @@
 #include "boost/json/parse.hpp"
 #include "boost/json/value.hpp"
 #include "gtest/gtest.h"
+#include "sidecar/api/leadership_proto.h"
+#include "sidecar/api/local_api.h"
 #include "sidecar/api/testing/api_test_env.h"
 
 namespace baton {
@@ -163,6 +165,64 @@ TEST_F(HttpRouterTest, RootNamesThisSidecarOnlyWhileItLeadsAndPromisesIt) {
   EXPECT_EQ(Json(Get("/")).at("name"), "");
   env_.publisher.Publish(Following(env_.clock, kOther, kToken + 1));
   EXPECT_EQ(Json(Get("/")).at("name"), kOther);
+}
+
+// The deadline an answer told, as the ledger keeps it.
+MonoTime Told(const boost::json::object& answer) {
+  return *ParseDeadline(answer.at("validUntilBoottime").as_string().c_str());
+}
+
+TEST_F(HttpRouterTest, AnUnnamedReaderIsPromisedAtMostTheUnnamedBound) {
+  env_.context.max_unnamed_valid_for = absl::Seconds(1);
+  Lead();
+  const boost::json::object answer = Json(Get("/leader"));
+  EXPECT_EQ(answer.at("isLeader"), true);
+  const MonoTime now = env_.clock.Monotonic();
+  EXPECT_LE(Told(answer), now + absl::Seconds(1));
+  EXPECT_GT(Told(answer), now + (absl::Seconds(1) - kBoundedDeadlineStep));
+  EXPECT_EQ(Outstanding(), Told(answer)) << "the ledger holds exactly what was told";
+  // The leader-elector route is an unnamed answer too.
+  env_.clock.Advance(absl::Seconds(2));
+  EXPECT_FALSE(Outstanding());
+  EXPECT_EQ(Json(Get("/")).at("name"), testing::kSelf);
+  EXPECT_LE(*Outstanding(), env_.clock.Monotonic() + absl::Seconds(1));
+}
+
+TEST_F(HttpRouterTest, ANamedReaderGetsTheWholePromiseAndAnyReaderMayAskForLessOrMore) {
+  env_.context.max_unnamed_valid_for = absl::Seconds(1);
+  const MonoTime until = Lead();
+  EXPECT_EQ(Told(Json(Get("/leader?client_id=app"))), until);
+  const MonoTime now = env_.clock.Monotonic();
+  EXPECT_LE(Told(Json(Get("/leader?client_id=app&max_valid_for=250ms"))),
+            now + absl::Milliseconds(250));
+  // An unnamed reader that asks for a longer promise gets it, and a step-down
+  // then waits for it.
+  const MonoTime asked = Told(Json(Get("/leader?max_valid_for=5s")));
+  EXPECT_GT(asked, now + absl::Seconds(4));
+  EXPECT_EQ(Outstanding(), until);
+}
+
+TEST_F(HttpRouterTest, ACachedBodyIsServedOnlyToAReaderPromisedTheSameDeadline) {
+  env_.context.max_unnamed_valid_for = absl::Seconds(1);
+  const MonoTime until = Lead();
+  // One router, one cache; both requests within its window.
+  const HttpRouter router(HttpRoutes::kApi, absl::Milliseconds(1), &env_.context);
+  auto get = [&](const std::string& target) {
+    return Json(router.Handle(HttpRouter::Request(http::verb::get, target, 11)).response);
+  };
+  EXPECT_EQ(Told(get("/leader?client_id=app")), until);
+  EXPECT_LE(Told(get("/leader")), env_.clock.Monotonic() + absl::Seconds(1));
+  EXPECT_EQ(Told(get("/leader?client_id=app")), until);
+}
+
+TEST_F(HttpRouterTest, MalformedBoundsAre400WithAReason) {
+  Lead();
+  for (const char* bound : {"", "0s", "-1s", "500us", "soon", "1s&max_valid_for=2s"}) {
+    const HttpRouter::Response res = Get(std::string("/leader?max_valid_for=") + bound);
+    EXPECT_EQ(res.result(), http::status::bad_request) << bound;
+    EXPECT_TRUE(res.body().starts_with("max_valid_for ")) << bound << ": " << res.body();
+  }
+  EXPECT_FALSE(Outstanding());
 }
 
 TEST_F(HttpRouterTest, MalformedClientIdsAre400WithAReason) {

@@ -37,6 +37,15 @@ Response WatchMessage(const LeaderAnswer& answer, WatchEvent event) {
   return message;
 }
 
+// A request's max_valid_for (Reader::max_valid_for); zero or negative ones
+// are passed on for LocalApi::Validate to refuse.
+template <typename Request>
+std::optional<absl::Duration> MaxValidFor(const Request& request) {
+  if (!request.has_max_valid_for()) return std::nullopt;
+  return absl::Nanoseconds(
+      google::protobuf::util::TimeUtil::DurationToNanoseconds(request.max_valid_for()));
+}
+
 }  // namespace
 
 LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions options,
@@ -51,7 +60,8 @@ LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions option
 grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(
     grpc::CallbackServerContext* context, const v1::GetLeadershipRequest* request,
     v1::Leadership* response) {
-  const absl::StatusOr<LeaderAnswer> answer = api_.Get(Reader{request->client_id()});
+  const absl::StatusOr<LeaderAnswer> answer =
+      api_.Get(Reader{request->client_id(), MaxValidFor(*request)});
   const grpc::Status status = ToGrpcStatus(answer.status());
   if (answer.ok()) LeadershipToProto(*answer, answer->at(), response);
   context_->metrics->ObserveGrpcRequest(kGetLeadership, status.error_code());
@@ -67,7 +77,7 @@ grpc::ServerWriteReactor<Response>* LeaderElectionService::WatchLeadership(
           ? absl::Nanoseconds(google::protobuf::util::TimeUtil::DurationToNanoseconds(
                 request->heartbeat_interval()))
           : absl::ZeroDuration();
-  Reader reader{request->client_id()};
+  Reader reader{request->client_id(), MaxValidFor(*request)};
   const absl::Status valid = LocalApi::Validate(reader);
   return GrpcWatchReactor<WatchLeadershipSource>::Open(&watches_, std::move(reader), heartbeat,
                                                        valid, kWatchLeadership, context_->metrics);

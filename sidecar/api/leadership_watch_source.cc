@@ -28,11 +28,14 @@ WatchAnswer<Message, LeadershipWatchKey> LeadershipWatchSource<Message>::Round::
   const LeaderAnswer answer = api_.AnswerAt(reader, now_);
   Key key = KeyOf(answer.leadership(), now_);
   const WatchEvent event = event_for(key);
+  const MonoTime deadline = answer.leadership().leader_until;
   for (const Built& b : built_) {
-    if (b.version == answer.version() && b.event == event) return {b.message, std::move(key)};
+    if (b.version == answer.version() && b.deadline == deadline && b.event == event) {
+      return {b.message, std::move(key)};
+    }
   }
   auto message = std::make_shared<const Message>(format_(answer, event));
-  built_.push_back(Built{answer.version(), event, message});
+  built_.push_back(Built{answer.version(), deadline, event, message});
   return {std::move(message), std::move(key)};
 }
 

@@ -50,7 +50,7 @@ class LeadershipWatchSource {
 
   // The snapshot at one instant. Every stream answered from one Round gets
   // its own answer (LocalApi::AnswerAt, for that stream's reader), but
-  // streams answered from the same snapshot version with the same event
+  // streams answered with the same snapshot version, deadline and event
   // share one message.
   class Round {
    public:
@@ -63,6 +63,7 @@ class LeadershipWatchSource {
    private:
     struct Built {
       uint64_t version;
+      MonoTime deadline;
       WatchEvent event;
       std::shared_ptr<const Response> message;
     };

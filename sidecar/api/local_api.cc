@@ -22,16 +22,33 @@ absl::Status ValidateClientId(std::string_view client_id) {
 }
 
 absl::Status LocalApi::Validate(const Reader& reader) {
+  if (reader.max_valid_for && *reader.max_valid_for < kBoundedDeadlineStep) {
+    return absl::InvalidArgumentError(absl::StrCat("max_valid_for must be at least ",
+                                                   absl::FormatDuration(kBoundedDeadlineStep)));
+  }
   return reader.client_id.empty() ? absl::OkStatus() : ValidateClientId(reader.client_id);
 }
 
 absl::StatusOr<LeaderAnswer> LocalApi::Get(const Reader& reader) const {
   if (absl::Status valid = Validate(reader); !valid.ok()) return valid;
-  return AnswerAt(reader, context_->clock->Monotonic());
+  return AnswerAt(WithUnnamedBound(reader), context_->clock->Monotonic());
 }
 
 LeaderAnswer LocalApi::AnswerAt(const Reader& reader, MonoTime now) const {
-  return context_->publisher->Promise(reader.client_id, now);
+  MonoTime at_most = MonoTime::InfiniteFuture();
+  if (reader.max_valid_for && *reader.max_valid_for != absl::InfiniteDuration()) {
+    // At least one step ahead (Validate), so never at or before `now`.
+    at_most = MonoTime::FromSinceOrigin(
+        absl::Floor((now + *reader.max_valid_for).SinceOrigin(), kBoundedDeadlineStep));
+  }
+  return context_->publisher->Promise(reader.client_id, now, at_most);
+}
+
+Reader LocalApi::WithUnnamedBound(Reader reader) const {
+  if (reader.client_id.empty() && !reader.max_valid_for) {
+    reader.max_valid_for = context_->max_unnamed_valid_for;
+  }
+  return reader;
 }
 
 absl::StatusOr<v1::ResignResponse> LocalApi::Resign() const {
@@ -42,7 +59,7 @@ absl::StatusOr<v1::ResignResponse> LocalApi::Resign() const {
   if (absl::Status status = context_->hooks.resign(); !status.ok()) return status;
   // Built like any other answer: should the hook have left it leading, the
   // promise is on the ledger.
-  const LeaderAnswer answer = AnswerAt(Reader{}, context_->clock->Monotonic());
+  const LeaderAnswer answer = AnswerAt(WithUnnamedBound(Reader{}), context_->clock->Monotonic());
   LeadershipToProto(answer, answer.at(), response.mutable_leadership());
   return response;
 }

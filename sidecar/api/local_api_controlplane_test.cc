@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +47,12 @@ using Event = v1::WatchLeadershipResponse::Event;
 
 constexpr absl::Duration kLeaseDuration = absl::Seconds(2);
 
+// The durations the sidecars run with: the tests' tight ones, and baton's
+// defaults (no duration flag at all).
+const std::vector<std::string> kTightTiming = {"--lease-duration=3s", "--renew-deadline=1500ms",
+                                               "--retry-period=250ms"};
+const std::vector<std::string> kDefaultTiming = {};
+
 int FreePort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -62,25 +70,24 @@ int FreePort() {
 // One baton process on its own ports, logging to a file.
 class Sidecar {
  public:
-  Sidecar(const std::string& name, const std::string& ns, const std::string& log_dir)
+  Sidecar(const std::string& name, const std::string& ns, const std::string& log_dir,
+          const std::vector<std::string>& timing = kTightTiming)
       : identity_(name + "_" + std::to_string(::getpid())),
         http_port_(FreePort()),
         grpc_port_(FreePort()),
         metrics_port_(FreePort()),
         log_path_(log_dir + "/" + name + ".log") {
-    const std::vector<std::string> args = {
+    std::vector<std::string> args = {
         testing::ControlPlane::Get().BatonBinary(),
         "--lease-name=app",
         "--lease-namespace=" + ns,
         "--identity=" + identity_,
         "--kubeconfig=" + testing::ControlPlane::Get().AdminKubeconfig(),
-        "--lease-duration=3s",
-        "--renew-deadline=1500ms",
-        "--retry-period=250ms",
         absl::StrCat("--http-addr=127.0.0.1:", http_port_),
         absl::StrCat("--grpc-addr=127.0.0.1:", grpc_port_),
         absl::StrCat("--metrics-addr=127.0.0.1:", metrics_port_),
     };
+    args.insert(args.end(), timing.begin(), timing.end());
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -99,12 +106,24 @@ class Sidecar {
 
   ~Sidecar() {
     Signal(SIGKILL);
-    if (::testing::Test::HasFailure()) {
-      std::ifstream log(log_path_);
-      std::stringstream text;
-      text << log.rdbuf();
-      std::cerr << "--- " << identity_ << " log ---\n" << text.str();
-    }
+    if (::testing::Test::HasFailure()) std::cerr << "--- " << identity_ << " log ---\n" << Log();
+  }
+
+  std::string Log() const {
+    std::ifstream log(log_path_);
+    std::stringstream text;
+    text << log.rdbuf();
+    return text.str();
+  }
+
+  // Waits up to `timeout` for the process to exit by itself.
+  bool WaitExited(absl::Duration timeout) {
+    return Eventually(
+        [this] {
+          if (pid_ > 0 && ::waitpid(pid_, nullptr, WNOHANG) == pid_) pid_ = 0;
+          return pid_ == 0;
+        },
+        timeout);
   }
 
   void Signal(int signal) {
@@ -156,11 +175,13 @@ class Sidecar {
     return false;
   }
 
-  bool WaitLeading() {
-    return Eventually([this] {
-      boost::json::object l = Leader();
-      return l.contains("isLeader") && l.at("isLeader") == true;
-    });
+  bool WaitLeading(absl::Duration timeout = absl::Seconds(20)) {
+    return Eventually(
+        [this] {
+          boost::json::object l = Leader();
+          return l.contains("isLeader") && l.at("isLeader") == true;
+        },
+        timeout);
   }
   bool WaitFollowing(const Sidecar& leader) {
     return Eventually([&] {
@@ -240,8 +261,9 @@ class LocalApiControlPlaneTest : public ::testing::Test {
     std::filesystem::remove_all(log_dir_, ignored);
   }
 
-  std::unique_ptr<Sidecar> Start(const std::string& name) {
-    return std::make_unique<Sidecar>(name, ns_, log_dir_);
+  std::unique_ptr<Sidecar> Start(const std::string& name,
+                                 const std::vector<std::string>& timing = kTightTiming) {
+    return std::make_unique<Sidecar>(name, ns_, log_dir_, timing);
   }
 
   std::string ns_;
@@ -390,6 +412,41 @@ TEST_F(LocalApiControlPlaneTest, SigtermStepsTheSseStreamDownBeforeTheReleaseThe
   EXPECT_TRUE(watch.WaitClosed(absl::Seconds(10)));
   EXPECT_TRUE(watch.ended());
   EXPECT_TRUE(b->WaitLeading());
+}
+
+// Every flag at its default, durations included (15s/10s/2s): an application
+// that polls GET /leader every 100ms without naming itself is promised at
+// most --max-unnamed-valid-for (1s), so on SIGTERM the sidecar waits that
+// long, then releases the Lease within its --shutdown-grace, and the
+// follower leads at once. Were the release skipped, the follower would wait
+// out the Lease: about 15s.
+TEST_F(LocalApiControlPlaneTest, AtTheDefaultsSigtermWithAnUnnamedPollerReleasesTheLease) {
+  std::unique_ptr<Sidecar> a = Start("a", kDefaultTiming);
+  // A brand-new Lease: a lease duration and two retry periods before it is
+  // created, then a renew deadline before its first term leads.
+  ASSERT_TRUE(a->WaitLeading(absl::Seconds(60)));
+  std::unique_ptr<Sidecar> b = Start("b", kDefaultTiming);
+  ASSERT_TRUE(b->WaitFollowing(*a));
+  std::atomic<bool> polling{true};
+  std::thread poller([&] {
+    while (polling) {
+      a->Http("/leader");
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+  });
+  absl::SleepFor(absl::Seconds(1));
+  const absl::Time signalled = absl::Now();
+  a->Signal(SIGTERM);
+  const bool b_leads = b->WaitLeading(absl::Seconds(30));
+  const absl::Duration handover = absl::Now() - signalled;
+  polling = false;
+  poller.join();
+  ASSERT_TRUE(b_leads);
+  std::cerr << "handover after " << handover << "\n";
+  EXPECT_LT(handover, absl::Seconds(5)) << "the Lease expired instead of being released";
+  ASSERT_TRUE(a->WaitExited(absl::Seconds(15)));
+  EXPECT_NE(a->Log().find("event=released"), std::string::npos);
+  EXPECT_EQ(a->Log().find("event=release_skipped"), std::string::npos);
 }
 
 TEST_F(LocalApiControlPlaneTest, LeaderKeepsLeadingAndAnsweringWhileItsApiIsAbused) {

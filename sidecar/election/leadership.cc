@@ -69,10 +69,14 @@ bool LeadershipPublisher::ReplaceLocked(Leadership next,
   return true;
 }
 
-LeaderAnswer LeadershipPublisher::Promise(std::string_view client_id, MonoTime now) {
+LeaderAnswer LeadershipPublisher::Promise(std::string_view client_id, MonoTime now,
+                                          MonoTime at_most) {
   absl::MutexLock lock(&mu_);
   LeaderAnswer answer(current_.leadership, current_.version, now);
-  const Leadership& l = answer.leadership_;
+  Leadership& l = answer.leadership_;
+  if (!l.IsLeader(now)) return answer;
+  // A bound shortens only what a leader answer promises.
+  l.leader_until = std::min(l.leader_until, at_most);
   if (!l.IsLeader(now)) return answer;
   // ReplaceLocked keeps the ledger on the current term whenever it holds.
   if (!client_id.empty() && TrackLocked(client_id, l.leader_until, now)) return answer;

@@ -156,14 +156,17 @@ class LeadershipPublisher {
 
   Versioned Current() const;
 
-  // The answer to a reader at `now`. If it says leader at `now`, records,
+  // The answer to a reader at `now`, promising at most until `at_most`: its
+  // leader_until is the snapshot's, or `at_most` if that is earlier (a reader
+  // that asked for less, LocalApi). If it says leader at `now`, records,
   // atomically with reading the snapshot, a promise to `client_id` (empty:
-  // anonymous) lasting until its leader_until. Every
+  // anonymous) lasting exactly until the leader_until it carries. Every
   // answer that may tell a reader "leader" (HTTP, gRPC unary, each watch
   // message) is built from one obtained here at the time it is built, never
   // from an older one: that is what lets a step-down that began after
   // Promise returned wait for it.
-  LeaderAnswer Promise(std::string_view client_id, MonoTime now);
+  LeaderAnswer Promise(std::string_view client_id, MonoTime now,
+                       MonoTime at_most = MonoTime::InfiniteFuture());
 
   // Begins stepping down at once, from any thread, without waiting for the
   // election loop: from now until EndStepDown(the number returned), every

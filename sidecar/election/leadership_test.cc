@@ -242,6 +242,27 @@ TEST_F(PromiseLedgerTest, AckCoversEveryAnswerUpToTheDeadlineItNames) {
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
+TEST_F(PromiseLedgerTest, ABoundedAnswerCarriesAndPromisesOnlyItsBound) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const LeaderAnswer bounded = publisher_.Promise("", Now(), Now() + absl::Seconds(1));
+  EXPECT_TRUE(bounded.leadership().IsLeader(Now()));
+  EXPECT_EQ(bounded.leadership().leader_until, Now() + absl::Seconds(1));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(1));
+  // A bound past the term's own deadline changes nothing.
+  EXPECT_EQ(
+      publisher_.Promise("app", Now(), Now() + absl::Seconds(20)).leadership().leader_until,
+      Now() + absl::Seconds(10));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
+}
+
+TEST_F(PromiseLedgerTest, AnAcknowledgementNamingABoundedDeadlineSettlesIt) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  const MonoTime told =
+      publisher_.Promise("app", Now(), Now() + absl::Seconds(1)).leadership().leader_until;
+  EXPECT_TRUE(publisher_.Acknowledge({"app", 3, told}, Now()));
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
 TEST_F(PromiseLedgerTest, AckNamesADeadlineAtTheNanosecondResolutionOfAnswers) {
   // A leader_until with a fraction of a nanosecond (renew deadlines cut to
   // what the Lease grants are divided), which answers print truncated.

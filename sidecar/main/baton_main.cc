@@ -74,9 +74,15 @@ ABSL_FLAG(absl::Duration, sse_heartbeat, baton::SidecarConfig{}.sse_heartbeat,
           "GET /leader/watch: send a heartbeat comment after this long without an event "
           "(at least 100ms). A client's ?heartbeat= may ask for a shorter one.");
 ABSL_FLAG(
-    absl::Duration, shutdown_grace, absl::Seconds(5),
-    "On SIGTERM/SIGINT/SIGHUP: time allowed for releasing the Lease, and again for closing the "
-    "local servers. Keep terminationGracePeriodSeconds above twice this.");
+    absl::Duration, shutdown_grace, absl::ZeroDuration(),
+    "On SIGTERM/SIGINT/SIGHUP: time allowed for the promises given to settle and the Lease to "
+    "be released, and again for closing the local servers. Default: --renew-deadline + 1s, "
+    "which every promise ends within. Keep terminationGracePeriodSeconds above twice this.");
+ABSL_FLAG(absl::Duration, max_unnamed_valid_for, baton::SidecarConfig{}.max_unnamed_valid_for,
+          "The longest promise (validFor) GET /leader, GET / and GetLeadership give a reader "
+          "that names neither itself (client_id) nor a bound (max_valid_for). It cannot "
+          "acknowledge, so a graceful handover waits up to this long for it; a reader that "
+          "asks again within it stays covered. Must be shorter than --shutdown-grace.");
 ABSL_FLAG(bool, events, true,
           "Record Kubernetes Events (events.k8s.io/v1) on the Lease when this sidecar becomes "
           "leader, stops leading, releases the Lease or sees a new leader. Needs create on "
@@ -168,6 +174,7 @@ ConfigInputs InputsFromFlags() {
   in.log_format = absl::GetFlag(FLAGS_log_format);
   in.log_level = absl::GetFlag(FLAGS_log_level);
   in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);
+  in.max_unnamed_valid_for = absl::GetFlag(FLAGS_max_unnamed_valid_for);
   in.pod_name = Env("POD_NAME");
   in.pod_namespace = Env("POD_NAMESPACE");
   in.hostname = Hostname();
@@ -385,6 +392,9 @@ int Main(int argc, char** argv) {
       absl::FormatDuration(config->timing.lease_duration),
       absl::FormatDuration(config->timing.renew_deadline),
       absl::FormatDuration(config->timing.retry_period), absl::FormatDuration(config->api_timeout));
+  for (const std::string& warning : ConfigWarnings(*config)) {
+    spdlog::warn("event=config_warning warning={}", LogValue(warning));
+  }
 
   if (run_mode) {
     return RunCommand(*config, *std::move(rest), *std::move(run_options), shutdown_signals);

@@ -63,6 +63,23 @@ absl::Duration DefaultApiTimeout(const ElectionTiming& timing) {
   return std::min(absl::Seconds(5), timing.renew_deadline / 2);
 }
 
+absl::Duration DefaultShutdownGrace(const ElectionTiming& timing) {
+  return timing.renew_deadline + absl::Seconds(1);
+}
+
+std::vector<std::string> ConfigWarnings(const SidecarConfig& config) {
+  std::vector<std::string> warnings;
+  if (config.shutdown_grace <= config.timing.renew_deadline) {
+    warnings.push_back(absl::StrCat(
+        "--shutdown-grace=", absl::FormatDuration(config.shutdown_grace),
+        " is not above --renew-deadline=", absl::FormatDuration(config.timing.renew_deadline),
+        ": a reader that named itself and does not acknowledge, or a watch stream, can hold a "
+        "shutdown's release past the grace; baton then exits without releasing and the "
+        "followers wait out the Lease"));
+  }
+  return warnings;
+}
+
 std::string DefaultIdentity(const std::string& pod_name, const std::string& hostname,
                             const std::string& suffix) {
   return absl::StrCat(pod_name.empty() ? hostname : pod_name, "_", suffix);
@@ -84,8 +101,24 @@ absl::Status ValidateFlags(const ConfigInputs& in) {
                      " must be positive and shorter than --renew-deadline=",
                      absl::FormatDuration(in.timing.renew_deadline)));
   }
-  if (in.shutdown_grace <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("--shutdown-grace must be positive");
+  if (in.shutdown_grace < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--shutdown-grace must not be negative (0 or unset: --renew-deadline + 1s)");
+  }
+  if (in.max_unnamed_valid_for < kMinMaxUnnamedValidFor) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-unnamed-valid-for=", absl::FormatDuration(in.max_unnamed_valid_for),
+                     " must be at least ", absl::FormatDuration(kMinMaxUnnamedValidFor)));
+  }
+  const absl::Duration grace = in.shutdown_grace == absl::ZeroDuration()
+                                   ? DefaultShutdownGrace(in.timing)
+                                   : in.shutdown_grace;
+  if (in.max_unnamed_valid_for >= grace) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-unnamed-valid-for=", absl::FormatDuration(in.max_unnamed_valid_for),
+        " must be shorter than --shutdown-grace=", absl::FormatDuration(grace),
+        ": otherwise every shutdown with an application polling GET /leader without client_id "
+        "ends without releasing the Lease"));
   }
   if (in.sse_heartbeat < kMinSseHeartbeat) {
     return absl::InvalidArgumentError(
@@ -126,8 +159,10 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.release_on_shutdown = in.release_on_shutdown;
   c.api_timeout =
       in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
-  c.shutdown_grace = in.shutdown_grace;
+  c.shutdown_grace = in.shutdown_grace == absl::ZeroDuration() ? DefaultShutdownGrace(c.timing)
+                                                                : in.shutdown_grace;
   c.sse_heartbeat = in.sse_heartbeat;
+  c.max_unnamed_valid_for = in.max_unnamed_valid_for;
   c.events = in.events;
   c.leader_label = in.leader_label;
   if (!c.leader_label.empty()) {

@@ -6,6 +6,7 @@
 #define BATON_SIDECAR_MAIN_CONFIG_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,9 +47,12 @@ struct SidecarConfig {
   // Deadline of every request to the API server.
   absl::Duration api_timeout = absl::Seconds(5);
   // On SIGTERM: time allowed for the release, and again for closing servers.
-  absl::Duration shutdown_grace = absl::Seconds(5);
+  absl::Duration shutdown_grace = absl::Seconds(11);
   // GET /leader/watch: a heartbeat comment after this long without an event.
   absl::Duration sse_heartbeat = absl::Seconds(15);
+  // The longest promise an unnamed reader's GET /leader, GET / or
+  // GetLeadership carries (ApiContext::max_unnamed_valid_for).
+  absl::Duration max_unnamed_valid_for = absl::Seconds(1);
   LogOptions log;
   // Record Kubernetes Events on the Lease as leadership changes.
   bool events = true;
@@ -64,6 +68,19 @@ struct SidecarConfig {
 // whole renew deadline.
 absl::Duration DefaultApiTimeout(const ElectionTiming& timing);
 
+// The --shutdown-grace when it is not given: the renew deadline plus one
+// second. Every promise a leader has given ends within one renew deadline
+// of now, so a shutdown that waits that long for unacknowledged promises
+// still has a second for the release, and ends with the Lease released
+// unless the API server cannot be reached.
+absl::Duration DefaultShutdownGrace(const ElectionTiming& timing);
+
+// What is valid but probably not meant, one operator-facing line each (main
+// logs them as event=config_warning): a --shutdown-grace not above
+// --renew-deadline, after which a reader that named itself and does not
+// acknowledge, or a watch stream, can turn a shutdown into an expiry.
+std::vector<std::string> ConfigWarnings(const SidecarConfig& config);
+
 // The raw inputs ConfigFrom turns into a SidecarConfig: flag values as given
 // plus the environment and files they may default from.
 struct ConfigInputs {
@@ -76,9 +93,10 @@ struct ConfigInputs {
   std::string grpc_addr;
   std::string metrics_addr;
   bool release_on_shutdown = true;
-  absl::Duration api_timeout = absl::ZeroDuration();  // zero: DefaultApiTimeout
-  absl::Duration shutdown_grace = absl::Seconds(5);
+  absl::Duration api_timeout = absl::ZeroDuration();     // zero: DefaultApiTimeout
+  absl::Duration shutdown_grace = absl::ZeroDuration();  // zero: DefaultShutdownGrace
   absl::Duration sse_heartbeat = absl::Seconds(15);
+  absl::Duration max_unnamed_valid_for = absl::Seconds(1);
   bool events = true;
   std::string leader_label;           // --leader-label
   std::string log_format = "logfmt";  // --log-format
@@ -110,6 +128,10 @@ std::string DefaultIdentity(const std::string& pod_name, const std::string& host
 // The shortest --sse-heartbeat: the local API's shortest heartbeat interval
 // for any watch stream (HttpServerOptions::min_watch_heartbeat).
 inline constexpr absl::Duration kMinSseHeartbeat = absl::Milliseconds(100);
+
+// The shortest --max-unnamed-valid-for: the finest step of a bounded
+// promise (kBoundedDeadlineStep in sidecar/api/local_api.h).
+inline constexpr absl::Duration kMinMaxUnnamedValidFor = absl::Milliseconds(1);
 
 // Checks "host:port" with a numeric port in [0, 65535].
 absl::Status ValidateAddress(const std::string& flag, const std::string& addr);

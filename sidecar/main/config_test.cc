@@ -1,5 +1,8 @@
 #include "sidecar/main/config.h"
 
+#include <string>
+#include <vector>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -7,6 +10,7 @@ namespace baton {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 ConfigInputs ValidInputs() {
   ConfigInputs in;
@@ -124,6 +128,36 @@ TEST(ConfigTest, ApiTimeoutDefaultsToAtMostHalfTheRenewDeadline) {
   EXPECT_EQ(ConfigFrom(in)->api_timeout, absl::Milliseconds(750));
   in.api_timeout = absl::Seconds(2);
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--api-timeout=2s"));
+}
+
+TEST(ConfigTest, ShutdownGraceDefaultsToTheRenewDeadlinePlusASecond) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->shutdown_grace, in.timing.renew_deadline + absl::Seconds(1));
+  EXPECT_THAT(ConfigWarnings(*ConfigFrom(in)), IsEmpty());
+  in.timing = {absl::Seconds(3), absl::Milliseconds(1500), absl::Milliseconds(250)};
+  EXPECT_EQ(ConfigFrom(in)->shutdown_grace, absl::Milliseconds(2500));
+  in.shutdown_grace = absl::Seconds(1500) / 1000;
+  const std::vector<std::string> warnings = ConfigWarnings(*ConfigFrom(in));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("--shutdown-grace=1.5s is not above --renew-deadline=1.5s"));
+  in.shutdown_grace = -absl::Seconds(1);
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--shutdown-grace"));
+}
+
+TEST(ConfigTest, AnUnnamedReadersPromiseMustEndWithinTheShutdownGrace) {
+  ConfigInputs in = ValidInputs();
+  EXPECT_EQ(ConfigFrom(in)->max_unnamed_valid_for, absl::Seconds(1));
+  in.max_unnamed_valid_for = absl::Microseconds(500);
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()),
+              HasSubstr("--max-unnamed-valid-for=500us must be at least 1ms"));
+  in.max_unnamed_valid_for = absl::Seconds(5);
+  in.shutdown_grace = absl::Seconds(5);
+  const absl::Status refused = ConfigFrom(in).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(refused));
+  EXPECT_THAT(std::string(refused.message()),
+              HasSubstr("--max-unnamed-valid-for=5s must be shorter than --shutdown-grace=5s"));
+  in.shutdown_grace = absl::ZeroDuration();  // the default, the renew deadline + 1s
+  EXPECT_TRUE(ConfigFrom(in).ok());
 }
 
 TEST(ConfigTest, MetricsAddressIsOptionalButChecked) {

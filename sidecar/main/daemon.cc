@@ -133,6 +133,7 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
   api_context_.clock = clock_;
   api_context_.wait_clock = clock_;
   api_context_.metrics = &metrics_;
+  api_context_.max_unnamed_valid_for = config_.max_unnamed_valid_for;
   api_context_.hooks.liveness = [this] { return Liveness(); };
   api_context_.hooks.readiness = [this] { return Readiness(); };
   api_context_.hooks.resign = [this] { return Resign(); };

@@ -20,6 +20,19 @@ import (
 	"baton/tests/internal/sidecars"
 )
 
+// AnonPoll is what the anonymous poller does in a round.
+type AnonPoll int32
+
+const (
+	AnonOff     AnonPoll = iota
+	AnonBounded          // GET /leader as is: promised at most --max-unnamed-valid-for
+	AnonLong             // asks for max_valid_for=anonLongPromise: promised the whole term
+)
+
+// anonLongPromise: longer than any renew deadline the harness runs with, so
+// the answer promises as much as the sidecar can.
+const anonLongPromise = 10 * time.Second
+
 // fault is one kind of round: Inject does it to a group whose stable leader
 // is leader, returns the instant the fault began (handover is timed from
 // it), and has undone it (healed, resumed, restarted) when it returns; the
@@ -28,7 +41,7 @@ type fault struct {
 	Name     string
 	What     string
 	ClientGo bool   // may target a client-go leader (else the leader must be baton)
-	Anon     bool   // an anonymous poller (never acknowledges) runs during the round
+	Anon     bool   // an anonymous poller (never acknowledges) runs during the round, AnonBounded and AnonLong in turn
 	AckVia   AckVia // how the application acknowledges in this round
 	// Shared: it disturbs every group (the API server), so it runs while
 	// no other group is in a round, and every round's fault is its own.

@@ -68,7 +68,7 @@ type group struct {
 	slots  []*slot
 	rec    *Recorder
 	ackVia atomic.Int32 // AckVia for this round
-	anon   atomic.Bool  // the anonymous poller runs this round
+	anon   atomic.Int32 // AnonPoll for this round
 }
 
 func newGroup(h *harness, cfg groupConfig) (*group, error) {

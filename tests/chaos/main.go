@@ -35,9 +35,11 @@ var (
 
 	configs = []groupConfig{
 		{Name: "watch", Verbs: watchRole, Baton: 3},
-		// A shutdown grace shorter than the anonymous poller's promises: a
-		// SIGTERM then ends without a release, and the Lease must expire.
-		{Name: "nowatch", Verbs: minimalRole, Baton: 3, Args: []string{"--shutdown-grace=300ms"}},
+		// A shutdown grace shorter than the promises the anonymous poller
+		// asks for in AnonLong rounds: a SIGTERM then ends without a
+		// release, and the Lease must expire. In AnonBounded rounds the
+		// poller's promises (200ms) end within it, and the Lease is released.
+		{Name: "nowatch", Verbs: minimalRole, Baton: 3, Args: []string{"--shutdown-grace=300ms", "--max-unnamed-valid-for=200ms"}},
 		{Name: "mixed", Verbs: watchRole, Baton: 2, ClientGo: 2}, // with --mixed
 	}
 
@@ -334,12 +336,12 @@ func (g *group) inject(f *fault, i, nth int) (fault Instant, leaderName, stall s
 	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
 	}
-	g.anon.Store(f.Anon)
 	if f.Anon {
+		g.anon.Store(int32(AnonBounded + AnonPoll(i%2)))
 		defer func() {
 			// The anonymous promises it got from the new leader lapse before
 			// the next round, whose handover they would otherwise hold up.
-			g.anon.Store(false)
+			g.anon.Store(int32(AnonOff))
 			time.Sleep(sidecars.RenewDeadline)
 		}()
 	}

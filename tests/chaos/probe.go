@@ -94,7 +94,7 @@ type probe struct {
 	client  string // the application's client_id
 	rec     *Recorder
 	ackVia  *atomic.Int32 // AckVia, set per round by the group
-	anon    *atomic.Bool  // also poll without client_id (set per round)
+	anon    *atomic.Int32 // AnonPoll: also poll without client_id (set per round)
 	http    *http.Client
 	conn    *grpc.ClientConn
 	stop    chan struct{}
@@ -110,7 +110,7 @@ type probe struct {
 	ackedAny bool
 }
 
-func startProbe(m *sidecars.Member, rec *Recorder, ackVia *atomic.Int32, anon *atomic.Bool) (*probe, error) {
+func startProbe(m *sidecars.Member, rec *Recorder, ackVia *atomic.Int32, anon *atomic.Int32) (*probe, error) {
 	p := &probe{m: m, client: "app-" + m.Name, rec: rec, ackVia: ackVia, anon: anon,
 		http: &http.Client{Timeout: askTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 		stop: make(chan struct{})}
@@ -197,11 +197,12 @@ func fromLeadership(l *batonv1.Leadership, a *Answer) {
 
 var lenient = protojson.UnmarshalOptions{DiscardUnknown: true}
 
-// getLeader asks GET /leader, with client_id unless it is empty.
-func (p *probe) getLeader(surface Surface, client string) {
+// getLeader asks GET /leader with the query `query` (may be empty) naming
+// the reader `client` (empty: anonymous).
+func (p *probe) getLeader(surface Surface, client, query string) {
 	u := "http://" + p.m.HTTPAddr + "/leader"
-	if client != "" {
-		u += "?client_id=" + url.QueryEscape(client)
+	if query != "" {
+		u += "?" + query
 	}
 	a := Answer{Surface: surface, Client: client, Send: Now()}
 	resp, err := p.http.Get(u)
@@ -219,11 +220,14 @@ func (p *probe) getLeader(surface Surface, client string) {
 	p.record(a)
 }
 
-func (p *probe) askHTTP() { p.getLeader(HTTP, p.client) }
+func (p *probe) askHTTP() { p.getLeader(HTTP, p.client, "client_id="+url.QueryEscape(p.client)) }
 
 func (p *probe) askAnonymous() {
-	if p.anon.Load() {
-		p.getLeader(AnonHTTP, "")
+	switch AnonPoll(p.anon.Load()) {
+	case AnonBounded:
+		p.getLeader(AnonHTTP, "", "")
+	case AnonLong:
+		p.getLeader(AnonHTTP, "", "max_valid_for="+anonLongPromise.String())
 	}
 }
 

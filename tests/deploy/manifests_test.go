@@ -138,10 +138,10 @@ func checkWorkload(t *testing.T, ns string, w workload) {
 		psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("pod securityContext %+v, want runAsNonRoot and seccomp RuntimeDefault", psc)
 	}
-	// Release (--shutdown-grace, 5s) then closing the servers (5s again),
-	// after the application's own shutdown.
-	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 20 {
-		t.Errorf("terminationGracePeriodSeconds %v, want at least 20 (2 × --shutdown-grace plus the application)", g)
+	// Release (--shutdown-grace: the renew deadline + 1s, 11s) then closing
+	// the servers (11s again), after the application's own shutdown.
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 25 {
+		t.Errorf("terminationGracePeriodSeconds %v, want at least 25 (2 × --shutdown-grace plus the application)", g)
 	}
 }
 
@@ -183,8 +183,8 @@ func TestRunExampleIsAcceptedByTheAPIServer(t *testing.T) {
 		!slices.Contains(job.Args, "--lease-name=singleton-job") || !slices.Contains(job.Args, "--stop-grace=5s") {
 		t.Errorf("args %q, want run --lease-name=singleton-job --stop-grace=5s ... -- CMD", job.Args)
 	}
-	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 15 {
-		t.Errorf("terminationGracePeriodSeconds %v, want at least 15 (--stop-grace plus 2 × --shutdown-grace)", g)
+	if g := pod.TerminationGracePeriodSeconds; g == nil || *g < 27 {
+		t.Errorf("terminationGracePeriodSeconds %v, want at least 27 (--stop-grace plus 2 × --shutdown-grace)", g)
 	}
 	checkRoleNamesLease(t, ns, "baton", "singleton-job")
 }
