@@ -13,65 +13,274 @@ import (
 	"testing"
 	"time"
 
+	"baton/tests/internal/proc"
 	"baton/tests/internal/sidecars"
 )
 
-// TestHandoverBenchmark measures baton and client-go's LeaderElector side by
-// side on the same control plane and durations: crash failover (kill -9 of
-// the leader until another answers isLeader), graceful handover (SIGTERM
-// likewise), and API requests per minute made by a leader and by an idle
-// follower. It asserts nothing; bench/handover runs it and prints the table.
-// Skipped unless BATON_BENCH=1.
+// The benchmarks here are run by bench/handover (BATON_BENCH=1); they print
+// tables and assert nothing about time. Knobs: BATON_BENCH_ROUNDS (6),
+// BATON_BENCH_PROFILES (defaults,tight), BATON_BENCH_WINDOW_SECONDS (30).
+
+// benchProfile is one set of durations, given to baton and client-go alike.
+type benchProfile struct {
+	name      string
+	durations sidecars.Durations
+	// baton run's --stop-grace: with 200ms it must stay below the renew
+	// deadline − 1.2 × the retry period.
+	stopGrace time.Duration
+}
+
+var benchProfiles = []benchProfile{
+	{"defaults", sidecars.Defaults, 5 * time.Second}, // baton's flag defaults (and client-go's usual ones)
+	{"tight", sidecars.Short, 500 * time.Millisecond},
+}
+
+// selectedProfiles are the profiles named in $BATON_BENCH_PROFILES (all by
+// default), in that order.
+func selectedProfiles(t *testing.T) []benchProfile {
+	names := os.Getenv("BATON_BENCH_PROFILES")
+	if names == "" {
+		return benchProfiles
+	}
+	var out []benchProfile
+	for _, name := range strings.Split(names, ",") {
+		found := false
+		for _, p := range benchProfiles {
+			if p.name == strings.TrimSpace(name) {
+				out, found = append(out, p), true
+			}
+		}
+		if !found {
+			t.Fatalf("BATON_BENCH_PROFILES: unknown profile %q (defaults, tight)", name)
+		}
+	}
+	return out
+}
+
+// handoverEvent is what is done to the leader.
+type handoverEvent struct {
+	name string
+	do   func(*sidecars.Member) error
+}
+
+var (
+	sigterm = handoverEvent{"SIGTERM", func(m *sidecars.Member) error { m.Signal(syscall.SIGTERM); return nil }}
+	kill9   = handoverEvent{"kill -9", func(m *sidecars.Member) error { m.Signal(syscall.SIGKILL); return nil }}
+	resign  = handoverEvent{"POST /resign", (*sidecars.Member).Resign}
+)
+
+// handoverKind is one kind of row: what the members run, the application
+// beside each of them, and what is done to the leader.
+type handoverKind struct {
+	name   string // the subtest's
+	label  string // the table's elector / reader column
+	start  func(e *env, p benchProfile, name string) *sidecars.Member
+	app    *sidecars.Reader // beside every member; nil: none
+	events []handoverEvent
+}
+
+func startSidecar(e *env, _ benchProfile, name string) *sidecars.Member { return e.sidecar(name) }
+
+var (
+	unnamedPoller = &sidecars.Reader{Period: 100 * time.Millisecond}
+	ackingClient  = &sidecars.Reader{Client: "app", Period: 10 * time.Millisecond, Acknowledge: true}
+)
+
+var handoverKinds = []handoverKind{
+	{"unnamed-poller", "baton, unnamed poller", startSidecar, unnamedPoller, []handoverEvent{sigterm, resign}},
+	{"acknowledging-client", "baton, acknowledging client", startSidecar, ackingClient, []handoverEvent{sigterm, resign}},
+	{"run", "baton run, child", func(e *env, p benchProfile, name string) *sidecars.Member {
+		return e.batonRun(name, "--stop-grace="+p.stopGrace.String(), "--", "sleep", "100000")
+	}, nil, []handoverEvent{sigterm}},
+	{"client-go", "client-go LeaderElector", func(e *env, _ benchProfile, name string) *sidecars.Member {
+		return e.goElector(name)
+	}, nil, []handoverEvent{sigterm, kill9}},
+	{"crash", "baton, acknowledging client", startSidecar, ackingClient, []handoverEvent{kill9}},
+}
+
+// handoverRow is one line of the table.
+type handoverRow struct {
+	profile, label, event string
+	took                  []time.Duration
+	stalls                int // rounds in which nobody else led within handoverTimeout
+	tally                 sidecars.Tally
+}
+
+// TestHandoverBenchmark measures handovers of baton, with three kinds of
+// application, and of client-go's LeaderElector, at each profile: three
+// members on a fresh Lease per kind of row, the same event done to the
+// leader round after round, the old leader then replaced by a new member
+// and the group left to settle. Handover is from the event to the first
+// isLeader answer of another member. Rows:
+//
+//   - baton, unnamed poller: beside every sidecar an application polls GET
+//     /leader without client_id every 100ms and never acknowledges, so a
+//     graceful handover waits for its promises to lapse (and on SIGTERM, if
+//     --shutdown-grace runs out first, for the Lease to expire).
+//   - baton, acknowledging client: it polls GET /leader?client_id=app every
+//     10ms and acknowledges the step-down (sidecars.Reader).
+//   - baton run, child: `baton run -- sleep 100000`, whose child is stopped
+//     and acknowledged by baton itself.
+//   - client-go LeaderElector (tests/interop/cmd/goelector, ReleaseOnCancel).
+//   - baton kill -9, for comparison with client-go's.
+//
+// Throughout, the benchmark's own reader asks every member GET
+// /leader?client_id=bench every 10ms and, at a baton member, acknowledges
+// like the client above, so that its own promises hold up no handover.
+// Every answer of every reader goes to sidecars.Check: the table's
+// "promises broken" columns (see Check for what they count).
 func TestHandoverBenchmark(t *testing.T) {
 	if os.Getenv("BATON_BENCH") == "" {
 		t.Skip("a benchmark: run bench/handover")
 	}
-	rounds := envInt("BATON_BENCH_ROUNDS", 10)
-	window := time.Duration(envInt("BATON_BENCH_WINDOW_SECONDS", 30)) * time.Second
-	var rows []string
-	for _, kind := range []string{"baton", "client-go"} {
-		e := withWatch(t)
-		n := 0
-		spawn := func() *sidecars.Member {
-			n++
-			if kind == "baton" {
-				return e.sidecar(fmt.Sprintf("baton-%d", n))
-			}
-			return e.goElector(fmt.Sprintf("go-%d", n))
+	rounds := envInt("BATON_BENCH_ROUNDS", 6)
+	profiles := selectedProfiles(t)
+	bin := sidecars.BatonBinary(t)
+	var rows []handoverRow
+	for _, p := range profiles {
+		for _, k := range handoverKinds {
+			t.Run(p.name+"/"+k.name, func(t *testing.T) { rows = append(rows, runHandovers(t, p, k, rounds)...) })
 		}
-		members := []*sidecars.Member{spawn(), spawn(), spawn()}
-		measure := func(sig syscall.Signal) []time.Duration {
-			var took []time.Duration
-			for i := 0; i < rounds; i++ {
-				d, old, _, _ := handover(t, members, sig)
-				took = append(took, d)
-				old.Signal(syscall.SIGKILL)
-				<-old.Done()
-				members = append(sidecars.Others(members, old), spawn())
-				sidecars.WaitLeader(t, members, 15*time.Second)
-				time.Sleep(2 * sidecars.RetryPeriod) // let the new member settle as a follower
-			}
-			return took
-		}
-		crash := measure(syscall.SIGKILL)
-		graceful := measure(syscall.SIGTERM)
-		leader, _ := sidecars.WaitLeader(t, members, 15*time.Second)
-		follower := sidecars.Others(members, leader)[0]
-		l0, f0 := apiRequests(t, leader), apiRequests(t, follower)
-		time.Sleep(window)
-		perMinute := func(a, b int64) float64 { return float64(b-a) / window.Minutes() }
-		leaderRate := perMinute(l0, apiRequests(t, leader))
-		followerRate := perMinute(f0, apiRequests(t, follower))
-		rows = append(rows, fmt.Sprintf("%-9s  %8v %8v %8v   %8v %8v %8v   %8.1f %8.1f",
-			kind, pct(crash, 50), pct(crash, 90), pct(crash, 100),
-			pct(graceful, 50), pct(graceful, 90), pct(graceful, 100), leaderRate, followerRate))
 	}
-	fmt.Printf("\nlease %v, renew deadline %v, retry period %v; %d handovers of each kind; requests over %v\n",
-		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, rounds, window)
-	fmt.Printf("%-9s  %26s   %26s   %17s\n", "", "crash failover (kill -9)", "graceful handover (SIGTERM)", "API requests/min")
-	fmt.Printf("%-9s  %8s %8s %8s   %8s %8s %8s   %8s %8s\n", "elector", "p50", "p90", "max", "p50", "p90", "max", "leader", "follower")
+
+	built := "?"
+	if st, err := os.Stat(bin); err == nil {
+		built = st.ModTime().Format("2006-01-02 15:04:05")
+	}
+	fmt.Printf("\nhandover: from the event done to the leader to the first isLeader answer of another member\n")
+	fmt.Printf("3 members a group, %d rounds a row; baton modified %s\n", rounds, built)
+	for _, p := range profiles {
+		fmt.Printf("  %-8s %v; baton run --stop-grace=%v\n", p.name, p.durations, p.stopGrace)
+	}
+	fmt.Printf("\n%-8s  %-28s  %-12s  %2s  %8s  %8s  %8s   %20s\n", "", "", "", "", "", "", "", "promises broken")
+	fmt.Printf("%-8s  %-28s  %-12s  %2s  %8s  %8s  %8s   %9s  %9s\n",
+		"profile", "elector / reader", "event", "n", "p50", "p99", "max", "2 leaders", "overtaken")
+	var answers int
+	var stalled []string
 	for _, r := range rows {
-		fmt.Println(r)
+		p50, p99, worst := "-", "-", "-"
+		if len(r.took) > 0 {
+			p50, p99, worst = pct(r.took, 50).String(), pct(r.took, 99).String(), pct(r.took, 100).String()
+		}
+		overtaken := "-" // nothing promised: client-go
+		if r.tally.Promises > 0 {
+			overtaken = strconv.Itoa(r.tally.Overtaken)
+		}
+		fmt.Printf("%-8s  %-28s  %-12s  %2d  %8s  %8s  %8s   %9d  %9s\n",
+			r.profile, r.label, r.event, len(r.took), p50, p99, worst, r.tally.BothLead, overtaken)
+		answers += r.tally.Answers
+		if r.stalls > 0 {
+			stalled = append(stalled, fmt.Sprintf("%s %s %s: %d", r.profile, r.label, r.event, r.stalls))
+		}
+	}
+	fmt.Printf("\nn: handovers measured; percentiles by nearest rank. %d answers checked.\n", answers)
+	fmt.Printf("2 leaders: leader answers given while another member certainly led.\n")
+	fmt.Printf("overtaken: leader answers whose promise (until validUntilBoottime, or an accepted\n")
+	fmt.Printf("acknowledgement) another member's leader answer certainly fell inside; - : none promised.\n")
+	if len(stalled) > 0 {
+		fmt.Printf("rounds without a handover: %s\n", strings.Join(stalled, "; "))
+	}
+}
+
+// handoverTimeout is how long a round waits for another leader: past the
+// shutdown grace and then the Lease's expiry, with room.
+func handoverTimeout(d sidecars.Durations) time.Duration { return 2*d.Lease + 10*time.Second }
+
+// runHandovers runs the rows of kind k at profile p in one group.
+func runHandovers(t *testing.T, p benchProfile, k handoverKind, rounds int) []handoverRow {
+	e := withWatch(t)
+	e.Durations = p.durations
+	d := p.durations
+	rec := sidecars.NewRecorder()
+	defer rec.Stop()
+	n := 0
+	spawn := func() *sidecars.Member {
+		n++
+		m := k.start(e, p, fmt.Sprintf("m%d", n))
+		rec.Read(m, sidecars.Reader{Client: "bench", Period: 10 * time.Millisecond, Acknowledge: m.Kind == sidecars.Baton})
+		if k.app != nil {
+			rec.Read(m, *k.app)
+		}
+		return m
+	}
+	members := []*sidecars.Member{spawn(), spawn(), spawn()}
+	leader := func() *sidecars.Member {
+		l, err := rec.Leader(members, handoverTimeout(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	settle := func() {
+		leader()
+		time.Sleep(2 * d.Retry) // a new member settles as a follower
+	}
+	settle()
+	from := proc.Boottime()
+	var rows []handoverRow
+	for _, ev := range k.events {
+		row := handoverRow{profile: p.name, label: k.label, event: ev.name}
+		for i := 0; i < rounds; i++ {
+			old := leader()
+			at := proc.Boottime()
+			if err := ev.do(old); err != nil {
+				t.Fatalf("%s of %s: %v", ev.name, old.Name, err)
+			}
+			if next, ok := rec.FirstLeaderAfter(old.Name, at, handoverTimeout(d)); ok {
+				row.took = append(row.took, time.Duration(next-at))
+			} else {
+				row.stalls++
+			}
+			old.Kill()
+			members = append(sidecars.Others(members, old), spawn())
+			settle()
+			to := proc.Boottime()
+			row.tally = row.tally.Add(rec.Check(from, to))
+			// A promise lasts at most a renew deadline, shorter than the
+			// lease: what is older can overtake nothing any more.
+			rec.Prune(to - int64(d.Lease))
+			from = to
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// TestAPIRequestRates measures the API-server requests per minute of a
+// leading and of an idle following member, baton sidecars against
+// client-go's LeaderElector, at each profile: three members on a fresh
+// Lease, counted over $BATON_BENCH_WINDOW_SECONDS. It asserts nothing;
+// bench/handover runs it after TestHandoverBenchmark.
+func TestAPIRequestRates(t *testing.T) {
+	if os.Getenv("BATON_BENCH") == "" {
+		t.Skip("a benchmark: run bench/handover")
+	}
+	window := time.Duration(envInt("BATON_BENCH_WINDOW_SECONDS", 30)) * time.Second
+	var lines []string
+	for _, p := range selectedProfiles(t) {
+		for _, kind := range []string{"baton", "client-go"} {
+			t.Run(p.name+"/"+kind, func(t *testing.T) {
+				e := withWatch(t)
+				e.Durations = p.durations
+				start := e.sidecar
+				if kind == "client-go" {
+					start = e.goElector
+				}
+				members := []*sidecars.Member{start("m1"), start("m2"), start("m3")}
+				leader, _ := sidecars.WaitLeader(t, members, handoverTimeout(p.durations))
+				follower := sidecars.Others(members, leader)[0]
+				l0, f0 := apiRequests(t, leader), apiRequests(t, follower)
+				time.Sleep(window)
+				perMinute := func(a, b int64) float64 { return float64(b-a) / window.Minutes() }
+				lines = append(lines, fmt.Sprintf("%-8s  %-9s  %8.1f  %8.1f", p.name, kind,
+					perMinute(l0, apiRequests(t, leader)), perMinute(f0, apiRequests(t, follower))))
+			})
+		}
+	}
+	fmt.Printf("\nAPI-server requests per minute over %v (Lease watch granted)\n", window)
+	fmt.Printf("%-8s  %-9s  %8s  %8s\n", "profile", "elector", "leader", "follower")
+	for _, l := range lines {
+		fmt.Println(l)
 	}
 }
 
@@ -90,7 +299,7 @@ func pct(ds []time.Duration, p int) time.Duration {
 // baton_kube_api_requests_total for a sidecar, apiRequests for a goelector.
 func apiRequests(t *testing.T, m *sidecars.Member) int64 {
 	t.Helper()
-	if strings.HasPrefix(m.Name, "go-") {
+	if m.Kind == sidecars.ClientGo {
 		var s struct {
 			APIRequests int64 `json:"apiRequests"`
 		}

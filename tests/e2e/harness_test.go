@@ -36,6 +36,14 @@ func withWatch(t *testing.T) *env { return newEnv(t, "get", "create", "update", 
 // sidecar starts a baton sidecar named name on e's Lease.
 func (e *env) sidecar(name string) *sidecars.Member { return sidecars.Sidecar(e.t, e.Election, name) }
 
+// batonRun starts `baton run` named name on e's Lease with more flags args
+// (ending with "--" and the command).
+func (e *env) batonRun(name string, args ...string) *sidecars.Member {
+	e.t.Helper()
+	return sidecars.StartInTest(e.t, sidecars.Spec{Kind: sidecars.Baton, Binary: sidecars.BatonBinary(e.t),
+		Name: name, Election: e.Election, Subcommand: "run", Args: args})
+}
+
 // goElector starts a client-go LeaderElector named name on e's Lease.
 func (e *env) goElector(name string) *sidecars.Member {
 	return sidecars.GoElector(e.t, e.Election, name)

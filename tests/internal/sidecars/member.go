@@ -2,9 +2,10 @@
 // sidecars and client-go's LeaderElector (tests/interop/cmd/goelector), each
 // on free loopback ports against a Lease of the real control plane, observed
 // through GET /leader the way an application would. It also waits for a
-// single leader and watches that there is never more than one. Tests use the
-// testing.TB helpers (Sidecar, GoElector); programs such as bench/chaos use
-// Start, which returns errors instead.
+// single leader and watches that there is never more than one, and runs
+// readers (Recorder) whose answers Check judges against the promises they
+// carry. Tests use the testing.TB helpers (Sidecar, GoElector); programs
+// such as bench/chaos use Start, which returns errors instead.
 package sidecars
 
 import (
@@ -12,9 +13,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,19 +26,48 @@ import (
 	"baton/tests/internal/cptest"
 )
 
-// The short durations every Member runs on, so that expiries and handovers
-// take seconds.
+// The short durations every Member runs on unless its Election says
+// otherwise, so that expiries and handovers take seconds.
 const (
 	LeaseDuration = 3 * time.Second         // --lease-duration
 	RenewDeadline = 1500 * time.Millisecond // --renew-deadline
 	RetryPeriod   = 250 * time.Millisecond  // --retry-period
 )
 
-// Election is the Lease members campaign for and the credentials they use.
+// Durations are the timing flags of an election, which baton and client-go's
+// elector both take.
+type Durations struct {
+	Lease time.Duration // --lease-duration
+	Renew time.Duration // --renew-deadline
+	Retry time.Duration // --retry-period
+}
+
+// Short is LeaseDuration, RenewDeadline and RetryPeriod: what members run on
+// when their Election names no Durations.
+var Short = Durations{LeaseDuration, RenewDeadline, RetryPeriod}
+
+// Defaults are baton's flag defaults, which are also client-go's usual ones.
+var Defaults = Durations{15 * time.Second, 10 * time.Second, 2 * time.Second}
+
+func (d Durations) String() string {
+	return fmt.Sprintf("lease %v, renew deadline %v, retry period %v", d.Lease, d.Renew, d.Retry)
+}
+
+// Election is the Lease members campaign for, the credentials they use, and
+// the durations they campaign with.
 type Election struct {
-	Kubeconfig string // the kubeconfig members authenticate with
-	Namespace  string // the Lease's namespace
-	Lease      string // the Lease's name
+	Kubeconfig string    // the kubeconfig members authenticate with
+	Namespace  string    // the Lease's namespace
+	Lease      string    // the Lease's name
+	Durations  Durations // zero: Short
+}
+
+// Timing is el.Durations, or Short when el names none.
+func (el Election) Timing() Durations {
+	if el.Durations == (Durations{}) {
+		return Short
+	}
+	return el.Durations
 }
 
 // Kind says which program a Member runs.
@@ -70,13 +103,19 @@ type Spec struct {
 	Env        []string // more environment ("KEY=value"), after the test's own
 }
 
-// State is what GET /leader answers (the fields the tests read).
+// State is what GET /leader answers (the fields the tests read). A
+// client-go elector answers only isLeader, identity, holderIdentity and
+// fencingToken.
 type State struct {
 	IsLeader       bool   `json:"isLeader"`
 	Identity       string `json:"identity"`
 	HolderIdentity string `json:"holderIdentity"`
 	FencingToken   int64  `json:"fencingToken"`
 	ValidFor       string `json:"validFor"`
+	// CLOCK_BOOTTIME deadline of a leader answer's promise, as printed
+	// ("86523.118402311s"): what an acknowledgement echoes.
+	ValidUntilBoottime string `json:"validUntilBoottime"`
+	SteppingDown       bool   `json:"steppingDown"`
 }
 
 // BatonBinary is build/bin/baton, or $BATON_BIN/baton when CTest or the
@@ -112,15 +151,26 @@ func GoElectorBinary(t testing.TB) string {
 	return bin
 }
 
-// BuildGoElector is GoElectorBinary returning an error.
+var goElector struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// BuildGoElector is GoElectorBinary returning an error. It builds once per
+// process.
 func BuildGoElector() (string, error) {
-	bin := filepath.Join(cptest.Root(), "build", "controlplane", "bin", "goelector")
-	build := exec.Command("go", "build", "-o", bin, "./interop/cmd/goelector")
-	build.Dir = filepath.Join(cptest.Root(), "tests")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building goelector: %v: %s", err, out)
-	}
-	return bin, nil
+	goElector.once.Do(func() {
+		bin := filepath.Join(cptest.Root(), "build", "controlplane", "bin", "goelector")
+		build := exec.Command("go", "build", "-o", bin, "./interop/cmd/goelector")
+		build.Dir = filepath.Join(cptest.Root(), "tests")
+		if out, err := build.CombinedOutput(); err != nil {
+			goElector.err = fmt.Errorf("building goelector: %v: %s", err, out)
+			return
+		}
+		goElector.bin = bin
+	})
+	return goElector.bin, goElector.err
 }
 
 // Sidecar starts a baton sidecar named name campaigning in el.
@@ -174,12 +224,12 @@ func Start(spec Spec) (*Member, error) {
 	if m.HTTPAddr, err = FreeAddr(); err != nil {
 		return nil, err
 	}
-	el := spec.Election
+	el, d := spec.Election, spec.Election.Timing()
 	args := []string{
 		"--kubeconfig=" + el.Kubeconfig, "--lease-name=" + el.Lease, "--lease-namespace=" + el.Namespace,
 		"--identity=" + m.Name, "--http-addr=" + m.HTTPAddr,
-		"--lease-duration=" + LeaseDuration.String(), "--renew-deadline=" + RenewDeadline.String(),
-		"--retry-period=" + RetryPeriod.String()}
+		"--lease-duration=" + d.Lease.String(), "--renew-deadline=" + d.Renew.String(),
+		"--retry-period=" + d.Retry.String()}
 	if spec.Kind == Baton {
 		if m.GRPCAddr, err = FreeAddr(); err != nil {
 			return nil, err
@@ -245,27 +295,64 @@ func (m *Member) Get(path string) (*http.Response, error) {
 const ClientID = "baton-tests"
 
 // State asks m GET /leader as ClientID.
-func (m *Member) State() (State, error) {
-	return m.state("/leader?client_id=" + ClientID)
-}
+func (m *Member) State() (State, error) { return m.StateAs(ClientID) }
 
 // AnonymousState asks m GET /leader without a client_id: a promise only time
 // ends.
-func (m *Member) AnonymousState() (State, error) { return m.state("/leader") }
+func (m *Member) AnonymousState() (State, error) { return m.StateAs("") }
+
+// StateAs asks m GET /leader as client (anonymously if client is "").
+func (m *Member) StateAs(client string) (State, error) {
+	if client == "" {
+		return m.state("/leader")
+	}
+	return m.state("/leader?client_id=" + url.QueryEscape(client))
+}
 
 // Acknowledge tells m that ClientID has stopped acting on term token (POST
-// /leader/ack), the step-down handshake's answer.
+// /leader/ack), the step-down handshake's answer, voiding every promise of
+// the term to ClientID so far.
 func (m *Member) Acknowledge(token int64) error {
-	resp, err := httpClient.Post(fmt.Sprintf("http://%s/leader/ack?client_id=%s&fencing_token=%d",
-		m.HTTPAddr, ClientID, token), "text/plain", nil)
+	_, err := m.AcknowledgeAs(ClientID, token, "")
+	return err
+}
+
+// AcknowledgeAs tells m that client has stopped acting on term token up to
+// validUntil, the validUntilBoottime of the last leader answer it acted on,
+// echoed as printed (POST /leader/ack; without valid_until_boottime when
+// validUntil is ""). It returns what the sidecar answered: whether that
+// settled client for the term.
+func (m *Member) AcknowledgeAs(client string, token int64, validUntil string) (bool, error) {
+	q := url.Values{"client_id": {client}, "fencing_token": {strconv.FormatInt(token, 10)}}
+	if validUntil != "" {
+		q.Set("valid_until_boottime", validUntil)
+	}
+	var body struct {
+		Acknowledged bool `json:"acknowledged"`
+	}
+	err := m.post("/leader/ack?"+q.Encode(), &body)
+	return body.Acknowledged, err
+}
+
+// Resign asks m to stop leading (POST /resign): it answers not leader at
+// once and releases the Lease once the promises of the term are settled.
+func (m *Member) Resign() error { return m.post("/resign", nil) }
+
+// post sends POST path to m's HTTP API and decodes the JSON answer into
+// into, unless it is nil.
+func (m *Member) post(path string, into any) error {
+	resp, err := httpClient.Post("http://"+m.HTTPAddr+path, "text/plain", nil)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("POST /leader/ack: %s", resp.Status)
+		return fmt.Errorf("POST %s: %s", path, resp.Status)
 	}
-	return nil
+	if into == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
 }
 
 // AcknowledgeOnceSteppedDown is what a cooperating application does on a
