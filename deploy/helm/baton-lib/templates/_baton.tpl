@@ -31,7 +31,10 @@ leaseDuration: 15s
 renewDeadline: 10s
 retryPeriod: 2s
 releaseOnShutdown: true
-shutdownGrace: 5s
+# Empty: not passed, so baton's defaults apply (--shutdown-grace:
+# renewDeadline + 1s; --max-unnamed-valid-for: 1s).
+shutdownGrace: ""
+maxUnnamedValidFor: ""
 sseHeartbeat: 15s
 events: true
 logFormat: logfmt
@@ -126,7 +129,12 @@ restartPolicy: Always; the rest is the same in both modes.
   - --renew-deadline={{ $s.renewDeadline }}
   - --retry-period={{ $s.retryPeriod }}
   - --release-on-shutdown={{ $s.releaseOnShutdown }}
-  - --shutdown-grace={{ $s.shutdownGrace }}
+  {{- with $s.shutdownGrace }}
+  - --shutdown-grace={{ . }}
+  {{- end }}
+  {{- with $s.maxUnnamedValidFor }}
+  - --max-unnamed-valid-for={{ . }}
+  {{- end }}
   - --sse-heartbeat={{ $s.sseHeartbeat }}
   - --events={{ $s.events }}
   - --log-format={{ $s.logFormat }}
