@@ -422,9 +422,9 @@ TEST_F(LocalApiControlPlaneTest, SigtermStepsTheSseStreamDownBeforeTheReleaseThe
 // out the Lease: about 15s.
 TEST_F(LocalApiControlPlaneTest, AtTheDefaultsSigtermWithAnUnnamedPollerReleasesTheLease) {
   std::unique_ptr<Sidecar> a = Start("a", kDefaultTiming);
-  // A brand-new Lease: a lease duration and two retry periods before it is
-  // created, then a renew deadline before its first term leads.
-  ASSERT_TRUE(a->WaitLeading(absl::Seconds(60)));
+  // A brand-new Lease: two retry periods before it is created, then a renew
+  // deadline (× 1.02) before its first term leads.
+  ASSERT_TRUE(a->WaitLeading(absl::Seconds(30)));
   std::unique_ptr<Sidecar> b = Start("b", kDefaultTiming);
   ASSERT_TRUE(b->WaitFollowing(*a));
   std::atomic<bool> polling{true};

@@ -304,20 +304,21 @@ void Elector::UpdateClaim(const std::optional<LeaseRecord>* previous,
     return;
   }
   // No Lease: even if it was ours, someone may have re-applied it, held it
-  // and seen it deleted meanwhile.
+  // and seen it deleted meanwhile. Whoever held it cannot renew any more, so
+  // its claim ends: the Lease is recreated at once, and the new term leads
+  // only once every promise the vanished term can have made has lapsed
+  // (may_hide_term_).
+  claimed_until_.reset();
   may_hide_term_ = true;
   if (previous == nullptr) {
-    claim_until(now + options_.lease_duration + 2 * options_.retry_period);
+    // A first read: a member that saw it vanish recreates it at once, on
+    // the watch event or within one jittered retry period of polling, with
+    // a token above the vanished term's. Let it go first.
+    claim_until(now + kNoHistoryCreateDelay * options_.retry_period);
     spdlog::info(
         "event=no_lease lease={} next=\"create it in {} unless it appears: a candidate that saw "
         "it vanish recreates it first\"",
         lease_ref_, Fmt(*claimed_until_ - now));
-    return;
-  }
-  // Deleted under someone else: still theirs until their term would lapse.
-  if (last != nullptr && !last->holder_identity.empty() && !IsOurs(*last)) {
-    claim_until(now +
-                std::max(absl::Seconds(last->lease_duration_seconds), options_.lease_duration));
   }
 }
 

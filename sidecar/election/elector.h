@@ -30,12 +30,11 @@
 //     did not see the term before the edit cannot tell;
 //   * claims only grow. They end early only when this elector sees a release
 //     of the term it last saw (same uid, same leaseTransitions, holder
-//     cleared, leaseDurationSeconds 1), acquires the Lease itself, or, while
-//     it leads, sees its own Lease deleted;
-//   * a deleted Lease stays claimed by its last holder until that holder's
-//     term would have lapsed (deletion observed + its duration);
-//   * an elector whose first observation is "no Lease" waits one lease
-//     duration plus two retry periods before creating it (time for any
+//     cleared, leaseDurationSeconds 1), acquires the Lease itself, or sees
+//     the Lease deleted: whoever held it can no longer renew, so a member
+//     that sees it vanish recreates it at once (an unseen term, below);
+//   * an elector whose first observation is "no Lease" waits
+//     kNoHistoryCreateDelay retry periods before creating it (time for any
 //     candidate that did see the Lease to notice the deletion and recreate it
 //     first, with a higher token).
 // Unseen terms (docs/design.md, P4): anything that shows no holder — no
@@ -46,9 +45,8 @@
 // (which stops the hidden holder from renewing; a Lease without a holder at
 // once, whatever claims remain), but the new term leads only once those
 // claims have lapsed and UnseenPromiseBound(renew_deadline) has passed since
-// its acquiring write returned (timing.h). These rules assume members that share --lease-duration
-// and
-// --renew-deadline.
+// its acquiring write returned (timing.h). These rules assume members that
+// share --lease-duration and --renew-deadline.
 //
 // Leadership: after a successful write that makes (or keeps) this elector the
 // holder, it leads until (monotonic send time of that write) +
@@ -137,6 +135,11 @@ class Elector {
   // candidates do not retry in lock step: docs/design.md's "retryPeriod × 1.2",
   // the bound the daemon's ValidateTiming checks (kRetryJitter there).
   static constexpr double kMaxJitter = 0.2;
+  // How many retry periods an elector whose first read finds no Lease waits
+  // before creating it: a member that saw it vanish notices on its watch
+  // event, or on a poll at most 1 + kMaxJitter retry periods later, and
+  // recreates it at once; the rest is for that write to land.
+  static constexpr int kNoHistoryCreateDelay = 2;
 
   struct Options {
     // This process's holder identity; unique per process (see docs/design.md).

@@ -149,7 +149,7 @@ class ElectorTest : public ::testing::Test {
   // A first observation of "no Lease", and the wait that follows it.
   void WaitOutNoHistory() {
     elector_->Step();
-    clock_.Advance(kLeaseDuration + 2 * kRetryPeriod);
+    clock_.Advance(Elector::kNoHistoryCreateDelay * kRetryPeriod);
   }
   // The store and machine faults of the property tests below, by `kind`:
   // 0 failing calls, 1 a write whose answer is lost, 2 everyone paused for
@@ -181,14 +181,16 @@ class ElectorTest : public ::testing::Test {
 
 // --- Acquiring -------------------------------------------------------------
 
-TEST_F(ElectorTest, WithNoHistoryWaitsALeaseDurationAndTwoRetryPeriodsBeforeCreating) {
+TEST_F(ElectorTest, WithNoHistoryWaitsTwoRetryPeriodsBeforeCreating) {
   // The first observation is "no Lease": a leader may just have lost a
   // deleted one, and a candidate that saw it vanish must get to recreate it
-  // (with a higher token) first.
+  // (with a higher token) first. It does so at once, so two retry periods
+  // (a poll, stretched by jitter, and its write) are enough.
   elector_->SetWatchAvailable(true);
-  EXPECT_EQ(elector_->Step(), Now() + kLeaseDuration + 2 * kRetryPeriod);
+  ASSERT_EQ(Elector::kNoHistoryCreateDelay, 2);
+  EXPECT_EQ(elector_->Step(), Now() + 2 * kRetryPeriod);
   EXPECT_FALSE(store_.Current().has_value());
-  clock_.Advance(kLeaseDuration + 2 * kRetryPeriod - absl::Milliseconds(1));
+  clock_.Advance(2 * kRetryPeriod - absl::Milliseconds(1));
   elector_->Step();
   EXPECT_FALSE(store_.Current().has_value());
 
@@ -735,27 +737,22 @@ TEST_F(ElectorTest, ObservedReleaseWakesFollowerAtOnce) {
   EXPECT_EQ(store_.Current()->lease_transitions, 4);
 }
 
-TEST_F(ElectorTest, ObservedDeletionKeepsTheVanishedHoldersClaimForItsLeaseDuration) {
+// Whoever held a deleted Lease can no longer renew: it is recreated at once,
+// with a token above the vanished holder's, and the new term leads once every
+// promise the vanished term can have made has lapsed.
+TEST_F(ElectorTest, AnObservedDeletionIsRecreatedAtOnceAndLeadsAfterTheVanishedPromises) {
   elector_->SetWatchAvailable(true);
   SetLease("other", /*duration_seconds=*/20, /*transitions=*/3);
   elector_->Step();
   clock_.Advance(absl::Seconds(5));
-  const MonoTime deleted = Now();
-  EXPECT_EQ(elector_->Observe(Deleted()), deleted + absl::Seconds(20));
-
-  // Not before: "other" may still be leading on its last renew.
-  clock_.Advance(absl::Seconds(19));
+  EXPECT_EQ(elector_->Observe(Deleted()), Now());
   elector_->Step();
-  EXPECT_FALSE(store_.Current().has_value());
-  EXPECT_FALSE(IsLeader());
-
-  // Then it is recreated with a token above the vanished holder's (and leads
-  // once a term that came and went unseen meanwhile could have lapsed).
-  clock_.Advance(absl::Seconds(1));
-  elector_->Step();
-  EXPECT_EQ(store_.Current()->lease_transitions, 4);
   EXPECT_EQ(Holder(), "me");
+  EXPECT_EQ(store_.Current()->lease_transitions, 4);
+  EXPECT_FALSE(IsLeader()) << "other may still be leading on its last renew";
+  const MonoTime recreated = Now();
   Acquire();
+  EXPECT_EQ(Now(), recreated + UnseenPromiseBound(kRenewDeadline));
 }
 
 TEST_F(ElectorTest, ObservingAnUnchangedRecordDoesNotMoveTheObservedTime) {
@@ -857,21 +854,17 @@ TEST_F(ElectorTest, FencingRevisionKeepsGrowingWhenLeaseTransitionsRestart) {
 
 // --- Vanished Leases and third-party edits (P4, P6) ------------------------
 
-TEST_F(ElectorTest, PolledDeletionKeepsTheVanishedHoldersClaim) {
+TEST_F(ElectorTest, APolledDeletionIsRecreatedAtOnceAndLeadsAfterTheVanishedPromises) {
   SetLease("other", /*duration_seconds=*/15, /*transitions=*/3);
   elector_->Step();
   clock_.Advance(absl::Seconds(10));
   store_.Delete();
-  elector_->Step();  // the poll finds it gone
-  const MonoTime seen_gone = Now();
-  for (clock_.Advance(kRetryPeriod); Now() < seen_gone + absl::Seconds(15);
-       clock_.Advance(kRetryPeriod)) {
-    elector_->Step();
-    ASSERT_FALSE(store_.Current().has_value()) << "created while other's term could run";
-  }
-  elector_->Step();
+  clock_.Advance(elector_->Step() - Now());  // the poll finds it gone
+  if (!store_.Current()) clock_.Advance(elector_->Step() - Now());
+  ASSERT_TRUE(store_.Current().has_value());
   EXPECT_EQ(Holder(), "me");
   EXPECT_EQ(store_.Current()->lease_transitions, 4) << "above the vanished holder's token";
+  EXPECT_FALSE(IsLeader());
   Acquire();
 }
 
