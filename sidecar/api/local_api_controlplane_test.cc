@@ -19,6 +19,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -70,8 +71,11 @@ int FreePort() {
 // One baton process on its own ports, logging to a file.
 class Sidecar {
  public:
+  // `flags` come after the common ones (durations: kTightTiming unless
+  // given); `env` (NAME=value) after the test's own environment.
   Sidecar(const std::string& name, const std::string& ns, const std::string& log_dir,
-          const std::vector<std::string>& timing = kTightTiming)
+          const std::vector<std::string>& flags = kTightTiming,
+          const std::vector<std::string>& env = {})
       : identity_(name + "_" + std::to_string(::getpid())),
         http_port_(FreePort()),
         grpc_port_(FreePort()),
@@ -87,7 +91,7 @@ class Sidecar {
         absl::StrCat("--grpc-addr=127.0.0.1:", grpc_port_),
         absl::StrCat("--metrics-addr=127.0.0.1:", metrics_port_),
     };
-    args.insert(args.end(), timing.begin(), timing.end());
+    args.insert(args.end(), flags.begin(), flags.end());
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -97,7 +101,12 @@ class Sidecar {
     posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
                                      0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    EXPECT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ), 0) << argv[0];
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+    for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()), 0)
+        << argv[0];
     posix_spawn_file_actions_destroy(&actions);
     channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_port_),
                                    grpc::InsecureChannelCredentials());
@@ -262,8 +271,56 @@ class LocalApiControlPlaneTest : public ::testing::Test {
   }
 
   std::unique_ptr<Sidecar> Start(const std::string& name,
-                                 const std::vector<std::string>& timing = kTightTiming) {
-    return std::make_unique<Sidecar>(name, ns_, log_dir_, timing);
+                                 const std::vector<std::string>& flags = kTightTiming,
+                                 const std::vector<std::string>& env = {}) {
+    return std::make_unique<Sidecar>(name, ns_, log_dir_, flags, env);
+  }
+
+  // A Pod `name` with one application container, `app`, whose status says
+  // it is running or has terminated (no kubelet here: the test writes it).
+  void CreatePod(const std::string& name, bool app_terminated) {
+    const testing::ControlPlane& cp = testing::ControlPlane::Get();
+    ASSERT_TRUE(cp.Kubectl({"apply", "-n", ns_, "-f", "-"},
+                           absl::StrCat("{apiVersion: v1, kind: Pod, metadata: {name: ", name,
+                                        "}, spec: {initContainers: [{name: baton, image: baton, "
+                                        "restartPolicy: Always}], containers: [{name: app, "
+                                        "image: app}]}}"))
+                    .ok());
+    const std::string state = app_terminated
+                                  ? R"("terminated":{"exitCode":0,"reason":"Completed"})"
+                                  : R"("running":{})";
+    const absl::StatusOr<std::string> patched = cp.Kubectl(
+        {"patch", "pod", name, "-n", ns_, "--subresource=status", "--type=merge", "-p",
+         absl::StrCat(R"({"status":{"containerStatuses":[{"name":"app","image":"app",)",
+                      R"("imageID":"","ready":false,"restartCount":0,"state":{)", state,
+                      "}}]}}")});
+    ASSERT_TRUE(patched.ok()) << patched.status();
+  }
+
+  // A leader with --native-sidecar on Pod `pod` and a follower; an unnamed
+  // reader of the leader that asked for as long a promise as it can get;
+  // then SIGTERM. Returns how long after the promise the follower led
+  // (negative: before it lapsed), and the leader's log.
+  std::pair<absl::Duration, std::string> NativeSidecarHandover(const std::string& pod) {
+    std::vector<std::string> flags = kTightTiming;
+    flags.push_back("--native-sidecar");
+    std::unique_ptr<Sidecar> a =
+        Start("a", flags, {"POD_NAME=" + pod, "POD_NAMESPACE=" + ns_});
+    EXPECT_TRUE(a->WaitLeading());
+    std::unique_ptr<Sidecar> b = Start("b");
+    EXPECT_TRUE(b->WaitFollowing(*a));
+    std::optional<HttpResponse> promised = a->Http("/leader?max_valid_for=10s");
+    const absl::Time asked = absl::Now();
+    EXPECT_TRUE(promised && promised->result_int() == 200);
+    const boost::json::object answer = boost::json::parse(promised->body()).as_object();
+    EXPECT_TRUE(IsLeader(answer));
+    absl::Duration valid_for;
+    EXPECT_TRUE(absl::ParseDuration(std::string(answer.at("validFor").as_string()), &valid_for));
+    a->Signal(SIGTERM);
+    EXPECT_TRUE(b->WaitLeading());
+    const absl::Duration after_promise = absl::Now() - (asked + valid_for);
+    EXPECT_TRUE(a->WaitExited(absl::Seconds(10)));
+    return {after_promise, a->Log()};
   }
 
   std::string ns_;
@@ -447,6 +504,26 @@ TEST_F(LocalApiControlPlaneTest, AtTheDefaultsSigtermWithAnUnnamedPollerReleases
   ASSERT_TRUE(a->WaitExited(absl::Seconds(15)));
   EXPECT_NE(a->Log().find("event=released"), std::string::npos);
   EXPECT_EQ(a->Log().find("event=release_skipped"), std::string::npos);
+}
+
+// --native-sidecar: the Pod's status says the application has exited, so no
+// reader in the Pod can act on a promise: the Lease is released at once,
+// long before the unnamed reader's promise would have lapsed.
+TEST_F(LocalApiControlPlaneTest, NativeSidecarWhoseAppHasExitedReleasesAtOnce) {
+  CreatePod("exited", /*app_terminated=*/true);
+  const auto [after_promise, log] = NativeSidecarHandover("exited");
+  EXPECT_LT(after_promise, -absl::Milliseconds(500)) << "waited for a promise nobody can use";
+  EXPECT_NE(log.find("event=app_exited"), std::string::npos) << log;
+  EXPECT_NE(log.find("event=released"), std::string::npos) << log;
+}
+
+// The same with the application still running (a classic sidecar, or the
+// flag set by mistake): nothing is assumed, the promise is kept.
+TEST_F(LocalApiControlPlaneTest, NativeSidecarWhoseAppStillRunsKeepsItsPromises) {
+  CreatePod("running", /*app_terminated=*/false);
+  const auto [after_promise, log] = NativeSidecarHandover("running");
+  EXPECT_GE(after_promise, absl::ZeroDuration()) << "a new leader before the promise lapsed";
+  EXPECT_NE(log.find("event=app_exit_unconfirmed"), std::string::npos) << log;
 }
 
 TEST_F(LocalApiControlPlaneTest, LeaderKeepsLeadingAndAnsweringWhileItsApiIsAbused) {

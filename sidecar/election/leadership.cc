@@ -127,6 +127,12 @@ MonoTime AsAnswered(MonoTime t) {
 
 }  // namespace
 
+void LeadershipPublisher::VoidPromises() {
+  absl::MutexLock lock(&mu_);
+  ledger_.anonymous_until.reset();
+  ledger_.by_client.clear();
+}
+
 bool LeadershipPublisher::Acknowledge(const Acknowledgement& ack, MonoTime now) {
   absl::MutexLock lock(&mu_);
   if (ledger_.token != ack.fencing_token) return false;

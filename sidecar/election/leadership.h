@@ -191,6 +191,11 @@ class LeadershipPublisher {
   // promise, which stays outstanding.
   bool Acknowledge(const Acknowledgement& ack, MonoTime now);
 
+  // Every promise handed out so far is void: their readers are known to be
+  // gone (the Pod's application containers have exited, --native-sidecar).
+  // Call only after StepDown(), so that no new one can be given.
+  void VoidPromises();
+
   // How many named readers the ledger tracks now: at most
   // kMaxTrackedClients, lapsed ones included until room is needed.
   int TrackedClients() const;

@@ -263,6 +263,15 @@ TEST_F(PromiseLedgerTest, AnAcknowledgementNamingABoundedDeadlineSettlesIt) {
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
 }
 
+TEST_F(PromiseLedgerTest, VoidedPromisesHoldNothingBack) {
+  publisher_.Publish(Term(3, absl::Seconds(10)));
+  publisher_.Promise("app", Now());
+  publisher_.Promise("", Now());
+  publisher_.StepDown();
+  publisher_.VoidPromises();
+  EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), std::nullopt);
+}
+
 TEST_F(PromiseLedgerTest, AckNamesADeadlineAtTheNanosecondResolutionOfAnswers) {
   // A leader_until with a fraction of a nanosecond (renew deadlines cut to
   // what the Lease grants are divided), which answers print truncated.

@@ -91,6 +91,12 @@ ABSL_FLAG(std::string, leader_label, "",
           "A label key, e.g. baton.dev/leader: while this sidecar leads, its Pod ($POD_NAME) "
           "carries KEY=true, so a Service can select the leader. Needs list and patch on pods. "
           "Default: none.");
+ABSL_FLAG(bool, native_sidecar, false,
+          "baton runs as a native sidecar (an init container with restartPolicy: Always), which "
+          "the kubelet stops only after the Pod's application containers. On SIGTERM it reads "
+          "its Pod ($POD_NAME; needs get on pods): if every application container has exited, "
+          "no reader can act on a promise any more, and it releases the Lease at once. "
+          "Otherwise, or if the Pod cannot be read, it waits for the promises as usual.");
 ABSL_FLAG(std::string, log_format, "logfmt",
           "Log lines on stderr as logfmt (ts=... level=... event=... key=value) or json (one "
           "object per line, the same keys).");
@@ -171,6 +177,7 @@ ConfigInputs InputsFromFlags() {
   in.shutdown_grace = absl::GetFlag(FLAGS_shutdown_grace);
   in.events = absl::GetFlag(FLAGS_events);
   in.leader_label = absl::GetFlag(FLAGS_leader_label);
+  in.native_sidecar = absl::GetFlag(FLAGS_native_sidecar);
   in.log_format = absl::GetFlag(FLAGS_log_format);
   in.log_level = absl::GetFlag(FLAGS_log_level);
   in.sse_heartbeat = absl::GetFlag(FLAGS_sse_heartbeat);

@@ -165,15 +165,18 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.max_unnamed_valid_for = in.max_unnamed_valid_for;
   c.events = in.events;
   c.leader_label = in.leader_label;
-  if (!c.leader_label.empty()) {
+  c.native_sidecar = in.native_sidecar;
+  if (!c.leader_label.empty() || c.native_sidecar) {
     c.pod_name = in.pod_name;
     c.pod_namespace = in.pod_namespace.empty()
                           ? std::string(absl::StripAsciiWhitespace(in.client_namespace))
                           : in.pod_namespace;
     if (c.pod_name.empty() || c.pod_namespace.empty()) {
-      return absl::InvalidArgumentError(
-          "--leader-label needs the Pod to label: set POD_NAME (and POD_NAMESPACE outside a "
-          "Pod) from the Downward API's metadata.name and metadata.namespace");
+      return absl::InvalidArgumentError(absl::StrCat(
+          c.native_sidecar ? "--native-sidecar needs the Pod to read"
+                           : "--leader-label needs the Pod to label",
+          ": set POD_NAME (and POD_NAMESPACE outside a Pod) from the Downward API's "
+          "metadata.name and metadata.namespace"));
     }
   }
   c.log.format = *ParseLogFormat(in.log_format);

@@ -59,6 +59,10 @@ struct SidecarConfig {
   // --leader-label: the label this sidecar's Pod carries while it leads
   // (kube::PodLabeler); empty: none. Then the Pod is pod_namespace/pod_name.
   std::string leader_label;
+  // --native-sidecar: on SIGTERM, read this Pod's status, and if every
+  // application container has exited, release without waiting for promises.
+  bool native_sidecar = false;
+  // The Pod of --leader-label and --native-sidecar.
   std::string pod_name;
   std::string pod_namespace;
 };
@@ -99,6 +103,7 @@ struct ConfigInputs {
   absl::Duration max_unnamed_valid_for = absl::Seconds(1);
   bool events = true;
   std::string leader_label;           // --leader-label
+  bool native_sidecar = false;        // --native-sidecar
   std::string log_format = "logfmt";  // --log-format
   std::string log_level = "info";     // --log-level
   std::string pod_name;               // $POD_NAME

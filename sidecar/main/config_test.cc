@@ -160,6 +160,18 @@ TEST(ConfigTest, AnUnnamedReadersPromiseMustEndWithinTheShutdownGrace) {
   EXPECT_TRUE(ConfigFrom(in).ok());
 }
 
+TEST(ConfigTest, NativeSidecarNeedsItsPod) {
+  ConfigInputs in = ValidInputs();
+  in.native_sidecar = true;
+  in.pod_name.clear();
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()),
+              HasSubstr("--native-sidecar needs the Pod to read: set POD_NAME"));
+  in.pod_name = "web-0";
+  in.pod_namespace = "shop";
+  EXPECT_TRUE(ConfigFrom(in)->native_sidecar);
+  EXPECT_EQ(ConfigFrom(in)->pod_name, "web-0");
+}
+
 TEST(ConfigTest, MetricsAddressIsOptionalButChecked) {
   ConfigInputs in = ValidInputs();
   EXPECT_EQ(ConfigFrom(in)->metrics_addr, "");

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "sidecar/common/log.h"
 #include "sidecar/kube/kube_client.h"
+#include "sidecar/kube/pod_status.h"
 
 namespace baton {
 namespace {
@@ -113,6 +114,12 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
     label_options.retry = config_.timing.retry_period;
     labeler_ = std::make_unique<kube::PodLabeler>(std::move(*labels_client), label_options, clock_);
     listener_.set_labeler(labeler_.get());
+  }
+
+  if (config_.native_sidecar) {
+    absl::StatusOr<std::unique_ptr<kube::KubeClient>> pod_client = kube::KubeClient::Create(rest);
+    if (!pod_client.ok()) return pod_client.status();
+    pod_client_ = *std::move(pod_client);
   }
 
   store_ = std::make_unique<kube::KubeLeaseStore>(std::move(*election_client),
@@ -246,6 +253,7 @@ absl::Status Daemon::Resign() {
 void Daemon::Stop(absl::Duration grace) {
   if (stopped_) return;
   stopped_ = true;
+  if (loop_ != nullptr && pod_client_ != nullptr) VoidPromisesIfAppExited();
   if (loop_ != nullptr && !loop_->Shutdown(grace)) {
     spdlog::warn("event=release_timeout grace={} next=\"exiting; the Lease expires on its own\"",
                  absl::FormatDuration(grace));
@@ -259,6 +267,23 @@ void Daemon::Stop(absl::Duration grace) {
   if (grpc_ != nullptr) grpc_->Shutdown(deadline);
   if (http_ != nullptr) http_->Shutdown(deadline);
   if (metrics_http_ != nullptr) metrics_http_->Shutdown(deadline);
+}
+
+void Daemon::VoidPromisesIfAppExited() {
+  publisher_.StepDown();  // from here on no answer says leader
+  const absl::Status exited =
+      kube::AppContainersExited(*pod_client_, config_.pod_namespace, config_.pod_name);
+  if (!exited.ok()) {
+    spdlog::info("event=app_exit_unconfirmed pod={}/{} reason={} next=\"wait for the promises\"",
+                 config_.pod_namespace, config_.pod_name, LogValue(exited.ToString()));
+    return;
+  }
+  publisher_.VoidPromises();
+  loop_->PromisesChanged();
+  spdlog::info(
+      "event=app_exited pod={}/{} next=\"release without waiting for promises: no reader in the "
+      "Pod can act on one\"",
+      config_.pod_namespace, config_.pod_name);
 }
 
 Daemon::~Daemon() { Stop(absl::ZeroDuration()); }

@@ -106,6 +106,9 @@ class Daemon {
   // Lease expires; one that does not (403 without the `watch` verb, or the
   // API server away) makes them poll every retry period.
   void OnWatchStatus(const absl::Status& status);
+  // --native-sidecar, on shutdown: steps down, then voids every promise if
+  // the Pod's status says its application containers have all exited.
+  void VoidPromisesIfAppExited();
 
   const SidecarConfig config_;
   Clock* const clock_;
@@ -120,6 +123,7 @@ class Daemon {
   std::unique_ptr<kube::LeaseWatcher> watcher_;
   std::unique_ptr<kube::EventRecorder> events_;  // only with --events
   std::unique_ptr<kube::PodLabeler> labeler_;    // only with --leader-label
+  std::unique_ptr<kube::KubeClient> pod_client_;  // only with --native-sidecar
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // only with --metrics-addr
   std::unique_ptr<GrpcServer> grpc_;
