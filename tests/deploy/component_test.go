@@ -142,14 +142,18 @@ func TestHelmLibraryAddsBatonToTwoReleasesSharingANamespace(t *testing.T) {
 			t.Parallel()         // each waits out a lease duration before its first election
 			name := r + "-baton" // ServiceAccount, Role, RoleBinding and Lease
 			checkRoleNamesLease(t, ns, name, name)
-			checkSidecarRBAC(t, ns, name, name, defaultGrants)
+			// The library's native sidecar reads its Pod on SIGTERM (get on Pods).
+			checkSidecarRBAC(t, ns, name, name, grants{events: true, podStatus: true})
 			spec := podTemplateOf(t, ns, "deployment", r)
 			if spec.ServiceAccountName != name {
 				t.Errorf("serviceAccountName %q, want %q", spec.ServiceAccountName, name)
 			}
-			if c := findContainer(spec.InitContainers, "baton"); c == nil || c.RestartPolicy == nil ||
-				*c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+			c := findContainer(spec.InitContainers, "baton")
+			if c == nil || c.RestartPolicy == nil || *c.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 				t.Fatalf("no native baton sidecar in %v", spec.InitContainers)
+			}
+			if !slices.Contains(c.Args, "--native-sidecar") {
+				t.Errorf("args %v, want --native-sidecar (the library's default for a native sidecar)", c.Args)
 			}
 			checkElects(t, ns, "deployment", r, name)
 		})

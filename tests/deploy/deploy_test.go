@@ -2,7 +2,8 @@
 // examples and the Helm chart in deploy/, applied to the real control plane;
 // the RBAC they grant, checked as the ServiceAccount itself; the leader
 // label's admission policy, tried with that ServiceAccount's token; a baton sidecar
-// running with that ServiceAccount's token; the `baton leases` audit
+// running with that ServiceAccount's token; a native sidecar's release once
+// its Pod's application has exited (--native-sidecar); the `baton leases` audit
 // command; and the Dockerfile's runtime stage against what the built binary
 // needs.
 package deploy

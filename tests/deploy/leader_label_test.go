@@ -120,21 +120,27 @@ func TestHelmChartLeaderLabelPolicy(t *testing.T) {
 	manifests := helm(t, "template", "rel", repo("deploy", "helm", "baton"), "--namespace", ns,
 		"--set", "leaderLabel.key=example.com/leader")
 	cp.MustKubectl(t, manifests, "apply", "--server-side", "--field-manager=baton-deploy-test", "-n", ns, "-f", "-")
-	checkSidecarRBAC(t, ns, "rel-baton", "rel-baton", grants{events: true, leaderLabel: true})
+	// The chart's native sidecar also reads its Pod (get, in the chart's own
+	// Role); the leader label's Role adds list and patch.
+	checkSidecarRBAC(t, ns, "rel-baton", "rel-baton", grants{events: true, leaderLabel: true, podStatus: true})
 	checkLeaderLabelPolicy(t, ns, "rel-baton", "example.com/leader")
 }
 
 // TestHelmChartLeaderLabelParts: which objects each combination of values
-// renders. Without the label there is nothing Pod-related at all.
+// renders. Without the label the only thing about Pods is a native
+// sidecar's get, a rule of the chart's own Role; no Pod rule appears twice.
 func TestHelmChartLeaderLabelParts(t *testing.T) {
 	for _, tc := range []struct {
-		set          string
-		role, policy bool
+		set                  string
+		role, policy, podGet bool
 	}{
-		{"", false, false},
-		{"leaderLabel.key=baton.dev/leader", true, true},
-		{"leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", true, false},
-		{"leaderLabel.key=baton.dev/leader,rbac.create=false", false, true},
+		{"", false, false, true},
+		{"sidecarMode=classic", false, false, false},
+		{"nativeSidecarShutdown=false", false, false, false},
+		{"leaderLabel.key=baton.dev/leader", true, true, true},
+		{"leaderLabel.key=baton.dev/leader,sidecarMode=classic", true, true, false},
+		{"leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", true, false, true},
+		{"leaderLabel.key=baton.dev/leader,rbac.create=false", false, true, false},
 	} {
 		args := []string{"template", "rel", repo("deploy", "helm", "baton"), "--namespace", "ns1"}
 		if tc.set != "" {
@@ -148,14 +154,26 @@ func TestHelmChartLeaderLabelParts(t *testing.T) {
 		if role != tc.role || policy != tc.policy {
 			t.Errorf("--set %q: Pod Role and RoleBinding %v, policy and binding %v; want %v, %v", tc.set, role, policy, tc.role, tc.policy)
 		}
-		if pods := strings.Contains(out, "resources: [pods]"); pods != (tc.role || tc.policy) {
-			t.Errorf("--set %q: something about Pods rendered = %v, want %v", tc.set, pods, tc.role || tc.policy)
+		podGet := strings.Contains(out, "- apiGroups: [\"\"]\n  resources: [pods]\n  verbs: [get]\n")
+		if podGet != tc.podGet {
+			t.Errorf("--set %q: get on Pods in the Role rendered = %v, want %v", tc.set, podGet, tc.podGet)
+		}
+		// One mention each: the leader label's Role, the policy's match, the get rule.
+		want := 0
+		for _, b := range []bool{tc.role, tc.policy, tc.podGet} {
+			if b {
+				want++
+			}
+		}
+		if pods := strings.Count(out, "resources: [pods]"); pods != want {
+			t.Errorf("--set %q: %d mentions of Pods rendered, want %d", tc.set, pods, want)
 		}
 	}
 }
 
 // podClient is a client authenticated as ServiceAccount ns/sa. kubectl
-// patch would not do: it reads the Pod first, and the Role grants no get.
+// patch would not do: it reads the Pod first, and the leader label's Role
+// grants no get.
 func podClient(t *testing.T, ns, sa string) kubernetes.Interface {
 	t.Helper()
 	config, err := clientcmd.BuildConfigFromFlags("", cp.TokenKubeconfig(t, ns, sa))

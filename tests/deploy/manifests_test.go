@@ -29,7 +29,10 @@ type workload struct {
 	lease           string
 	mode            sidecarMode
 	leaderReadiness bool
-	flags           []string // more flags the sidecar must have; --leader-label only if listed
+	// --native-sidecar: a native sidecar that reads its Pod on SIGTERM. Never
+	// for a classic one, which stops together with the application.
+	nativeSidecar bool
+	flags         []string // more flags the sidecar must have; --leader-label only if listed
 }
 
 func getDeployment(t *testing.T, ns, name string) appsv1.Deployment {
@@ -91,12 +94,23 @@ func checkWorkload(t *testing.T, ns string, w workload) {
 	if slices.ContainsFunc(baton.Args, isLeaderLabel) && !slices.ContainsFunc(w.flags, isLeaderLabel) {
 		t.Errorf("baton args %v set --leader-label by default; the label must be opt-in", baton.Args)
 	}
+	isNativeSidecar := func(a string) bool { return strings.HasPrefix(a, "--native-sidecar") }
+	switch {
+	case w.mode == classic && slices.ContainsFunc(baton.Args, isNativeSidecar):
+		t.Errorf("classic sidecar with args %v: --native-sidecar is for a sidecar the kubelet stops after the application", baton.Args)
+	case w.nativeSidecar && !slices.Contains(baton.Args, "--native-sidecar"):
+		t.Errorf("baton args %v lack --native-sidecar", baton.Args)
+	case !w.nativeSidecar && slices.ContainsFunc(baton.Args, isNativeSidecar):
+		t.Errorf("baton args %v set --native-sidecar; want it off here", baton.Args)
+	}
 	env := map[string]string{}
 	for _, e := range baton.Env {
 		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
 			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
 		}
 	}
+	// The identity and the Lease's namespace; --native-sidecar reads the Pod
+	// they name (and refuses to start without POD_NAME).
 	if env["POD_NAME"] != "metadata.name" || env["POD_NAMESPACE"] != "metadata.namespace" {
 		t.Errorf("downward API env %v, want POD_NAME=metadata.name POD_NAMESPACE=metadata.namespace", env)
 	}
@@ -150,15 +164,17 @@ func TestKustomizeExamplesAreAcceptedByTheAPIServer(t *testing.T) {
 		dir string
 		w   workload
 	}{
-		{"deploy/examples/native-sidecar", workload{name: "example-app", lease: "example-app", mode: native}},
+		{"deploy/examples/native-sidecar", workload{name: "example-app", lease: "example-app", mode: native, nativeSidecar: true}},
 		{"deploy/examples/classic-sidecar", workload{name: "example-app", lease: "example-app", mode: classic}},
-		{"deploy/examples/leader-service", workload{name: "example-app", lease: "example-app", mode: native, leaderReadiness: true}},
+		{"deploy/examples/leader-service", workload{name: "example-app", lease: "example-app", mode: native, nativeSidecar: true, leaderReadiness: true}},
 	} {
 		t.Run(tc.dir[strings.LastIndex(tc.dir, "/")+1:], func(t *testing.T) {
+			t.Parallel() // a namespace each; the can-i checks take seconds
 			ns := cp.Namespace(t, "kustomize")
 			applyServerSide(t, kustomizeIn(t, tc.dir, ns, ""))
 			checkWorkload(t, ns, tc.w)
 			checkRoleNamesLease(t, ns, "baton", tc.w.lease)
+			checkSidecarRBAC(t, ns, "baton", tc.w.lease, grants{events: true, podStatus: tc.w.nativeSidecar})
 			if tc.w.leaderReadiness {
 				cp.MustKubectl(t, "", "get", "service", "example-app-leader", "-n", ns)
 			}
@@ -201,7 +217,8 @@ func checkRoleNamesLease(t *testing.T, ns, role, lease string) {
 
 func TestHelmChartLints(t *testing.T) {
 	for _, set := range []string{"", "sidecarMode=classic,leaderReadiness.enabled=true,rbac.create=false,serviceAccount.create=false,serviceAccount.name=mine",
-		"leaderLabel.key=baton.dev/leader,events=false,logFormat=json,logLevel=warn,sseHeartbeat=500ms"} {
+		"leaderLabel.key=baton.dev/leader,events=false,logFormat=json,logLevel=warn,sseHeartbeat=500ms",
+		"nativeSidecarShutdown=false", "sidecarMode=classic,nativeSidecarShutdown=true"} {
 		args := []string{"lint", "--strict", repo("deploy", "helm", "baton")}
 		if set != "" {
 			args = append(args, "--set", set)
@@ -218,13 +235,16 @@ func TestHelmChartRendersAndIsAcceptedByTheAPIServer(t *testing.T) {
 		w           workload
 		leaderLabel string // the label the leader Service selects besides the chart's
 	}{
-		{"native", "", workload{mode: native, flags: defaults}, ""},
+		{"native", "", workload{mode: native, nativeSidecar: true, flags: defaults}, ""},
 		{"classic-leader-readiness", "sidecarMode=classic,leaderReadiness.enabled=true", workload{mode: classic, leaderReadiness: true, flags: defaults}, ""},
-		{"lease-name", "leaseName=my-lock", workload{mode: native, lease: "my-lock", flags: defaults}, ""},
+		// nativeSidecarShutdown is for native sidecars only: a classic one never gets the flag.
+		{"classic-native-sidecar-shutdown", "sidecarMode=classic,nativeSidecarShutdown=true", workload{mode: classic, flags: defaults}, ""},
+		{"native-sidecar-shutdown-off", "nativeSidecarShutdown=false", workload{mode: native, flags: defaults}, ""},
+		{"lease-name", "leaseName=my-lock", workload{mode: native, nativeSidecar: true, lease: "my-lock", flags: defaults}, ""},
 		// The cluster-scoped policy is left out here; TestHelmChartLeaderLabelPolicy applies it.
 		{"leader-label-logging-events",
 			"leaderLabel.key=example.com/leader,leaderLabel.admissionPolicy.create=false,events=false,logFormat=json,logLevel=debug,sseHeartbeat=5s",
-			workload{mode: native, flags: []string{"--leader-label=example.com/leader", "--events=false",
+			workload{mode: native, nativeSidecar: true, flags: []string{"--leader-label=example.com/leader", "--events=false",
 				"--log-format=json", "--log-level=debug", "--sse-heartbeat=5s"}}, "example.com/leader"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,6 +301,7 @@ func TestHelmChartSchemaRejectsMalformedValues(t *testing.T) {
 		"logLevel=trace",
 		"sseHeartbeat=15",
 		"events=yes",
+		"nativeSidecarShutdown=yes",
 		"leaderLabel.key=Baton.dev/leader", // upper-case prefix
 		"leaderLabel.key=a/b/c",
 		"leaderLabel.key=-leader",
@@ -309,9 +330,11 @@ func canI(t *testing.T, kubeconfig, ns, verb, resource string) string {
 type grants struct {
 	events      bool // create on events.k8s.io Events (--events, on by default)
 	leaderLabel bool // list and patch on Pods (--leader-label)
+	podStatus   bool // get on Pods (--native-sidecar)
 }
 
-// defaultGrants: what a deployment grants unless told otherwise.
+// defaultGrants: what deploy/base grants, and any deployment unless told
+// otherwise.
 var defaultGrants = grants{events: true}
 
 // yesIf is can-i's answer for a permission granted when granted is true.
@@ -323,7 +346,9 @@ func yesIf(granted bool) string {
 }
 
 // checkSidecarRBAC: exactly get/update/watch on the one Lease and create on
-// Leases, plus what g names; nothing else, nowhere else.
+// Leases, plus what g names; nothing else, nowhere else. Where two grants
+// touch Pods (a native sidecar's get, the leader label's list and patch),
+// together they allow those three verbs and no other.
 func checkSidecarRBAC(t *testing.T, ns, sa, lease string, g grants) {
 	t.Helper()
 	kubeconfig := cp.TokenKubeconfig(t, ns, sa)
@@ -351,13 +376,14 @@ func checkSidecarRBAC(t *testing.T, ns, sa, lease string, g grants) {
 		{"get", "configmaps", "no"},
 		{"get", "secrets", "no"},
 		{"create", "pods", "no"},
-		{"get", "pods", "no"},
+		{"get", "pods", yesIf(g.podStatus)},
+		{"get", "pods/some-pod", yesIf(g.podStatus)},
 	} {
 		if got := canI(t, kubeconfig, ns, c.verb, c.resource); got != c.want {
 			t.Errorf("as %s/%s: can-i %s %s = %q, want %q", ns, sa, c.verb, c.resource, got, c.want)
 		}
 	}
-	for _, other := range []struct{ verb, resource string }{{"get", leases + "/" + lease}, {"patch", "pods"}, {"list", "pods"}} {
+	for _, other := range []struct{ verb, resource string }{{"get", leases + "/" + lease}, {"patch", "pods"}, {"list", "pods"}, {"get", "pods"}} {
 		if got := canI(t, kubeconfig, "kube-system", other.verb, other.resource); got != "no" {
 			t.Errorf("as %s/%s: can-i %s %s in kube-system = %q, want no (a Role, not a ClusterRole)", ns, sa, other.verb, other.resource, got)
 		}
@@ -393,13 +419,17 @@ func TestHelmChartRBACGrantsExactlyWhatTheSidecarNeeds(t *testing.T) {
 		name, set string
 		g         grants
 	}{
-		{"default", "", defaultGrants},
-		{"no-events", "events=false", grants{}},
+		{"default", "", grants{events: true, podStatus: true}},
+		{"no-events", "events=false", grants{podStatus: true}},
+		{"native-sidecar-shutdown-off", "nativeSidecarShutdown=false", defaultGrants},
+		{"classic", "sidecarMode=classic", defaultGrants},
 		// The policy is left out here: it is cluster-scoped, and
 		// TestHelmChartLeaderLabelPolicy tests it.
-		{"leader-label", "leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", grants{events: true, leaderLabel: true}},
+		{"leader-label", "leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", grants{events: true, leaderLabel: true, podStatus: true}},
+		{"leader-label-classic", "sidecarMode=classic,leaderLabel.key=baton.dev/leader,leaderLabel.admissionPolicy.create=false", grants{events: true, leaderLabel: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // a namespace each; the can-i checks take seconds
 			ns := cp.Namespace(t, "rbac")
 			set := "leaseName=my-lock"
 			if tc.set != "" {

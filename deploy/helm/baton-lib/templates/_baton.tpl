@@ -10,7 +10,9 @@ defaults in "baton-lib.defaults"). Names: "name" (default
 releases share a namespace; "leaseName" defaults to "name".
 
   baton-lib.rbac               the ServiceAccount, Role and RoleBinding (as
-                               serviceAccount.create and rbac.create say);
+                               serviceAccount.create and rbac.create say;
+                               the Role has get on Pods where
+                               baton-lib.nativeSidecarShutdown says so);
                                with leaderLabel.key also the Role and
                                RoleBinding "<name>-leader-label" on Pods
                                (rbac.create) and the admission policy that
@@ -22,6 +24,10 @@ releases share a namespace; "leaseName" defaults to "name".
   baton-lib.leaseName          the Lease
   baton-lib.checkKubeVersion   fails the render for a native sidecar on a
                                cluster older than 1.29
+  baton-lib.nativeSidecarShutdown
+                               "true" when the sidecar runs with
+                               --native-sidecar (sidecarMode native and
+                               nativeSidecarShutdown), else empty
 */}}
 
 {{- define "baton-lib.defaults" -}}
@@ -48,6 +54,10 @@ image:
   tag: ""
   pullPolicy: IfNotPresent
 sidecarMode: native
+# With sidecarMode native: --native-sidecar, and get on Pods in the Role (on
+# SIGTERM baton reads its Pod and releases at once if the application's
+# containers have exited). Ignored in classic mode.
+nativeSidecarShutdown: true
 rbac:
   create: true
 serviceAccount:
@@ -103,6 +113,19 @@ labels: {}
 {{- end -}}
 {{- end -}}
 
+{{/*
+"true" when the sidecar passes --native-sidecar and its Role grants get on
+Pods: a native sidecar (the kubelet stops it after the application's
+containers) with nativeSidecarShutdown on. Empty otherwise: a classic
+sidecar stops together with the application, which may still be running.
+*/}}
+{{- define "baton-lib.nativeSidecarShutdown" -}}
+{{- $s := include "baton-lib.settings" . | fromYaml -}}
+{{- if and (eq $s.sidecarMode "native") $s.nativeSidecarShutdown -}}
+true
+{{- end -}}
+{{- end -}}
+
 {{- define "baton-lib.checkKubeVersion" -}}
 {{- $s := include "baton-lib.settings" . | fromYaml -}}
 {{- $kube := .root.Capabilities.KubeVersion.Version -}}
@@ -141,6 +164,11 @@ restartPolicy: Always; the rest is the same in both modes.
   - --log-level={{ $s.logLevel }}
   {{- with $s.leaderLabel.key }}
   - --leader-label={{ . }}
+  {{- end }}
+  {{- if include "baton-lib.nativeSidecarShutdown" . }}
+  # Stopped after the application: on SIGTERM, read this Pod and release at
+  # once if its application containers have exited (get on Pods, in the Role).
+  - --native-sidecar
   {{- end }}
   # The application's API on loopback; probes and metrics on the Pod IP.
   - --http-addr=127.0.0.1:{{ $s.httpPort }}
@@ -211,8 +239,10 @@ metadata:
 {{- end }}
 {{- if $s.rbac.create }}
 ---
-# What a baton sidecar needs and nothing more: one Lease. No delete, no list,
-# no other resource. (The same Role as deploy/base/role.yaml.)
+# What a baton sidecar needs and nothing more: one Lease, and with
+# --native-sidecar a read of its own Pod. No delete, no list, nothing else.
+# (The same Role as deploy/base/role.yaml, plus for a native sidecar the rule
+# of deploy/examples/native-sidecar/pod-status-rbac.yaml.)
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
@@ -252,6 +282,18 @@ rules:
 - apiGroups: [events.k8s.io]
   resources: [events]
   verbs: [create]
+{{- end }}
+{{- if include "baton-lib.nativeSidecarShutdown" . }}
+# get pods: on SIGTERM --native-sidecar reads this sidecar's own Pod once;
+# if every container in spec.containers has terminated, it releases the
+# Lease at once instead of waiting for promises no reader can act on. Pods
+# are named by their ReplicaSet, so RBAC cannot name them: this allows
+# reading every Pod in the namespace. Optional: without it baton waits for
+# its promises as usual. Only with a native sidecar (nativeSidecarShutdown).
+# The leader label's Role, where there is one, grants list and patch, not get.
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get]
 {{- end }}
 ---
 # Grants the Role to the sidecar's ServiceAccount, in this namespace only.
