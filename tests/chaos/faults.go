@@ -17,7 +17,6 @@ import (
 	batonv1 "github.com/baton-sidecar/baton/clients/go/batonv1"
 
 	"baton/tests/internal/netfault"
-	"baton/tests/internal/sidecars"
 )
 
 // AnonPoll is what the anonymous poller does in a round.
@@ -29,8 +28,36 @@ const (
 	AnonLong             // asks for max_valid_for=anonLongPromise: promised the whole term
 )
 
-// anonLongPromise: longer than any renew deadline the harness runs with, so
-// the answer promises as much as the sidecar can.
+// String is how a progress line names a.
+func (a AnonPoll) String() string {
+	switch a {
+	case AnonBounded:
+		return "an anonymous poller at the sidecar's bound"
+	case AnonLong:
+		return "an anonymous poller asking max_valid_for=" + anonLongPromise.String()
+	}
+	return "no anonymous poller"
+}
+
+// alternate says whether the nth round of a fault takes the second of two
+// ways (of acknowledging, of polling anonymously): every other round, the
+// pattern shifted every two rounds, so that over four rounds each way meets
+// a mid-fault restart (nth odd) once and a round without one once. (Counting
+// by the group's round instead would give a fault the same way every time
+// when its group runs an even number of faults.)
+func alternate(nth int) bool { return (nth+nth/2)%2 == 1 }
+
+// anonPoll is what the anonymous poller does in the nth round of an Anon
+// fault: AnonBounded and AnonLong in turn.
+func anonPoll(nth int) AnonPoll {
+	if alternate(nth) {
+		return AnonLong
+	}
+	return AnonBounded
+}
+
+// anonLongPromise: at least any renew deadline the harness runs with (the
+// defaults' is 10 s), so the answer promises as much as the sidecar can.
 const anonLongPromise = 10 * time.Second
 
 // fault is one kind of round: Inject does it to a group whose stable leader
@@ -52,9 +79,9 @@ type fault struct {
 	Inject    func(g *group, leader *slot, round int) (Instant, error)
 }
 
-// pastTheLease is how long pauses and partitions last: long enough for the
-// followers to find the Lease expired and take it.
-const pastTheLease = sidecars.LeaseDuration + 500*time.Millisecond
+// pastTheLease is how long pauses and partitions last in g: long enough for
+// the followers to find the Lease expired and take it.
+func (g *group) pastTheLease() time.Duration { return g.timing.Lease + 500*time.Millisecond }
 
 var faults = []*fault{
 	{Name: "kill9", What: "kill -9 of the leader, then a new process in its place", ClientGo: true,
@@ -94,16 +121,16 @@ var faults = []*fault{
 		Inject: func(g *group, l *slot, _ int) (Instant, error) {
 			t := Now()
 			l.signal(syscall.SIGSTOP)
-			time.Sleep(pastTheLease)
+			time.Sleep(g.pastTheLease())
 			l.signal(syscall.SIGCONT)
 			return t, nil
 		}},
 	{Name: "blackhole", What: "the leader's link to the API server black-holed past the lease", ClientGo: true,
-		Inject: degradeLink(func(p *netfault.Proxy) { p.BlackHole() })},
+		Inject: degradeLink(func(_ *group, p *netfault.Proxy) { p.BlackHole() })},
 	{Name: "lost-replies", What: "the API server's replies to the leader held past the lease: its writes land, their responses do not", ClientGo: true,
-		Inject: degradeLink(func(p *netfault.Proxy) { p.HoldReplies() })},
+		Inject: degradeLink(func(_ *group, p *netfault.Proxy) { p.HoldReplies() })},
 	{Name: "latency", What: "latency above the renew deadline on the leader's link, past the lease", ClientGo: true,
-		Inject: degradeLink(func(p *netfault.Proxy) { p.Delay(sidecars.RenewDeadline + 500*time.Millisecond) })},
+		Inject: degradeLink(func(g *group, p *netfault.Proxy) { p.Delay(g.timing.Renew + 500*time.Millisecond) })},
 	{Name: "apiserver-restart", What: "kube-apiserver restarted (scripts/controlplane restart-apiserver)", ClientGo: true,
 		Shared: true, Inject: func(g *group, _ *slot, _ int) (Instant, error) {
 			t := Now()
@@ -130,9 +157,9 @@ var faults = []*fault{
 			if err != nil {
 				return t, err
 			}
-			time.Sleep(2 * sidecars.RetryPeriod) // a renew or two with the cut duration
+			time.Sleep(2 * g.timing.Retry) // a renew or two with the cut duration
 			l.proxy.BlackHole()
-			time.Sleep(pastTheLease)
+			time.Sleep(g.pastTheLease())
 			l.proxy.Forward()
 			return t, nil
 		}},
@@ -141,7 +168,7 @@ var faults = []*fault{
 			l.proxy.BlackHole()
 			t := Now()
 			err := g.reapplyWithoutHolder()
-			time.Sleep(pastTheLease)
+			time.Sleep(g.pastTheLease())
 			l.proxy.Forward()
 			return t, err
 		}},
@@ -161,7 +188,7 @@ var faults = []*fault{
 					}
 				}
 			}
-			time.Sleep(pastTheLease)
+			time.Sleep(g.pastTheLease())
 			l.proxy.Forward()
 			return t, err
 		}},
@@ -205,12 +232,12 @@ func faultNamed(name string) *fault {
 }
 
 // degradeLink is a fault that degrades the leader's link to the API server
-// with degrade for pastTheLease, then heals it.
-func degradeLink(degrade func(*netfault.Proxy)) func(*group, *slot, int) (Instant, error) {
-	return func(_ *group, l *slot, _ int) (Instant, error) {
+// with degrade for the group's pastTheLease, then heals it.
+func degradeLink(degrade func(*group, *netfault.Proxy)) func(*group, *slot, int) (Instant, error) {
+	return func(g *group, l *slot, _ int) (Instant, error) {
 		t := Now()
-		degrade(l.proxy)
-		time.Sleep(pastTheLease)
+		degrade(g, l.proxy)
+		time.Sleep(g.pastTheLease())
 		l.proxy.Forward()
 		return t, nil
 	}

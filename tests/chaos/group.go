@@ -32,15 +32,81 @@ type harness struct {
 	// The groups run side by side; a round holds rounds shared, a Shared
 	// fault's round holds it alone.
 	rounds sync.RWMutex
+	// Every Shared fault injected so far. Its aftermath can outlast its
+	// round in another group (an API server restart takes longer than the
+	// defaults' renew deadline), so the next round of every other group
+	// leaves its handover out of the table.
+	sharedMu sync.Mutex
+	shared   []sharedFault
 }
 
-// groupConfig is one configuration of the matrix: a Role and a membership.
+// sharedFault is a Shared fault's round: from the fault until the group that
+// injected it had a stable leader again (until 0: not yet).
+type sharedFault struct {
+	group    string // the configuration that injected it
+	what     string // fault [configuration]
+	from, to Instant
+}
+
+// sharedRound records that group's Shared fault what begins now; the
+// function it returns records that its round is over.
+func (h *harness) sharedRound(group, what string) (over func()) {
+	h.sharedMu.Lock()
+	defer h.sharedMu.Unlock()
+	h.shared = append(h.shared, sharedFault{group: group, what: what, from: Now()})
+	i := len(h.shared) - 1
+	return func() {
+		h.sharedMu.Lock()
+		defer h.sharedMu.Unlock()
+		h.shared[i].to = Now()
+	}
+}
+
+// sharedFaultIn names a Shared fault's round of a group other than group's
+// that overlaps [from, to), or is "".
+func (h *harness) sharedFaultIn(group string, from, to Instant) string {
+	h.sharedMu.Lock()
+	defer h.sharedMu.Unlock()
+	for _, f := range h.shared {
+		if f.group != group && f.from < to && (f.to == 0 || f.to > from) {
+			return f.what
+		}
+	}
+	return ""
+}
+
+// groupConfig is one configuration of the matrix: a Role, a membership and
+// the durations its members campaign with.
 type groupConfig struct {
-	Name     string
-	Verbs    []string // the Role's verbs on Leases
-	Baton    int
-	ClientGo int
-	Args     []string // more flags for its baton members
+	Name      string
+	Verbs     []string // the Role's verbs on Leases
+	Baton     int
+	ClientGo  int
+	Args      []string           // more flags for its baton members
+	Durations sidecars.Durations // zero: sidecars.Short
+}
+
+// timing is the durations c's members run on.
+func (c groupConfig) timing() sidecars.Durations {
+	return sidecars.Election{Durations: c.Durations}.Timing()
+}
+
+// stableWithin bounds how long a group at durations d may take to have one
+// stable leader, at start or after a fault: twice lease + 2 retry periods +
+// renew deadline, more than any wait of docs/design.md's (an expiry; a
+// brand-new Lease's first leader, about 2 retry periods + one renew deadline,
+// once also a lease duration more; a term that leads one renew deadline after
+// its write), and never less than the 25 s the tight durations have always
+// had. 58 s at the defaults.
+func stableWithin(d sidecars.Durations) time.Duration {
+	return max(25*time.Second, 2*(d.Lease+2*d.Retry+d.Renew))
+}
+
+// exitWithin bounds how long a member at durations d may take to exit after
+// SIGTERM: twice the default --shutdown-grace (renew deadline + 1 s), once
+// for the release and once for closing the servers; at least 15 s.
+func exitWithin(d sidecars.Durations) time.Duration {
+	return max(15*time.Second, 2*(d.Renew+time.Second))
 }
 
 // slot is one member's place in a group: its ServiceAccount, credentials and
@@ -66,13 +132,17 @@ type group struct {
 	ns     string
 	lease  string
 	slots  []*slot
-	rec    *Recorder
-	ackVia atomic.Int32 // AckVia for this round
-	anon   atomic.Int32 // AnonPoll for this round
+	timing sidecars.Durations // cfg.timing()
+	// injected is when the latest round's injection ended (its leader
+	// stable again), or the group's rounds began.
+	injected Instant
+	rec      *Recorder
+	ackVia   atomic.Int32 // AckVia for this round
+	anon     atomic.Int32 // AnonPoll for this round
 }
 
 func newGroup(h *harness, cfg groupConfig) (*group, error) {
-	g := &group{h: h, cfg: cfg, lease: "app", rec: &Recorder{}}
+	g := &group{h: h, cfg: cfg, lease: "app", timing: cfg.timing(), rec: &Recorder{}}
 	ns, err := h.cp.CreateNamespace("chaos-" + cfg.Name)
 	if err != nil {
 		return nil, err
@@ -150,9 +220,10 @@ func writeFileAtomically(path string, b []byte) error {
 // new holder) and its probe.
 func (g *group) fill(s *slot) error {
 	s.gen++
+	el := sidecars.Election{Kubeconfig: s.kubeconfig, Namespace: g.ns, Lease: g.lease, Durations: g.timing}
 	spec := sidecars.Spec{Kind: s.kind, Binary: g.h.baton,
 		Name:     fmt.Sprintf("%s-%d.%d", g.cfg.Name, s.index, s.gen),
-		Election: sidecars.Election{Kubeconfig: s.kubeconfig, Namespace: g.ns, Lease: g.lease},
+		Election: el,
 		LogDir:   filepath.Join(g.h.logDir, g.ns), Args: g.cfg.Args}
 	if s.kind == sidecars.ClientGo {
 		spec.Args = nil
@@ -172,13 +243,13 @@ func (g *group) fill(s *slot) error {
 	return nil
 }
 
-// replace waits (at most 15s, then kills it) for s's process to exit and
-// fills s again, as a kubelet restarts a container.
+// replace waits (at most exitWithin, then kills it) for s's process to exit
+// and fills s again, as a kubelet restarts a container.
 func (g *group) replace(s *slot) error {
 	select {
 	case <-s.member.Done():
-	case <-time.After(15 * time.Second):
-		g.h.log("%s did not exit within 15s; killing it", s.member.Name)
+	case <-time.After(exitWithin(g.timing)):
+		g.h.log("%s did not exit within %v; killing it", s.member.Name, exitWithin(g.timing))
 		s.member.Kill()
 	}
 	s.probe.Stop()
@@ -221,9 +292,11 @@ func (g *group) Close() {
 // to count it.
 const freshness = 300 * time.Millisecond
 
-// waitStable waits until exactly one member answers leader, every member
-// answers at all, and that holds for 200ms; it returns the leader's slot.
-func (g *group) waitStable(timeout time.Duration) (*slot, error) {
+// waitStable waits (at most stableWithin the group's durations) until
+// exactly one member answers leader, every member answers at all, and that
+// holds for 200ms; it returns the leader's slot.
+func (g *group) waitStable() (*slot, error) {
+	timeout := stableWithin(g.timing)
 	deadline := time.Now().Add(timeout)
 	var candidate *slot
 	streak := 0

@@ -40,6 +40,13 @@ var (
 		// release, and the Lease must expire. In AnonBounded rounds the
 		// poller's promises (200ms) end within it, and the Lease is released.
 		{Name: "nowatch", Verbs: minimalRole, Baton: 3, Args: []string{"--shutdown-grace=300ms", "--max-unnamed-valid-for=200ms"}},
+		// baton's default durations and flags, as deployed: the handovers an
+		// application polling GET /leader without client_id waits for. In
+		// AnonBounded rounds the poller's promises (the default 1s bound) hold
+		// a SIGTERM up for about 1s; in AnonLong rounds (10s asked) up to the
+		// renew deadline, within the default shutdown grace (renew deadline
+		// + 1s), so the Lease is still released.
+		{Name: "defaults", Verbs: watchRole, Baton: 3, Durations: sidecars.Defaults},
 		{Name: "mixed", Verbs: watchRole, Baton: 2, ClientGo: 2}, // with --mixed
 	}
 
@@ -56,6 +63,7 @@ var (
 			{"sigstop", 2}, {"blackhole", 3}, {"edit-holder", 2}, {"reapply-cut-off", 2},
 			{"lost-replies", 2},
 		},
+		"defaults": {{"sigterm-anon", 2}, {"sigterm", 1}, {"resign-http", 1}},
 		"mixed": {
 			{"kill9", 4}, {"sigterm", 4}, {"sigstop", 2}, {"blackhole", 2}, {"apiserver-restart", 1},
 			{"lost-replies", 2},
@@ -70,14 +78,16 @@ type planned struct {
 	rounds int
 }
 
-// horizon is how far back a round's check looks for answers that can bear
-// on findings inside the round: longer than any promise or segment gap.
-const horizon = 10 * time.Second
+// horizon is how far back a round's check looks, in a group at durations d,
+// for answers that can bear on findings inside the round: longer than any
+// promise (at most one renew deadline) or segment gap.
+func horizon(d sidecars.Durations) time.Duration { return max(10*time.Second, 2*d.Renew) }
 
 // row is one line of the table: one fault in one configuration.
 type row struct {
 	fault     *fault
 	config    string
+	timing    sidecars.Durations // the configuration's
 	rounds    int
 	overlaps  int
 	broken    int
@@ -85,6 +95,7 @@ type row struct {
 	tokensBad int
 	stalls    int // rounds without a stable leader afterwards, or whose fault failed
 	handovers []time.Duration
+	leftOut   []string  // handovers not in handovers: rounds another group's Shared fault disturbed
 	rates     []float64 // per round: median answers per second of a polled surface
 }
 
@@ -206,7 +217,7 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 			if rounds > 0 {
 				n = rounds
 			}
-			plan = append(plan, &row{fault: faultNamed(p.fault), config: cfg.Name, rounds: n})
+			plan = append(plan, &row{fault: faultNamed(p.fault), config: cfg.Name, timing: cfg.timing(), rounds: n})
 		}
 		if len(plan) == 0 {
 			continue
@@ -265,35 +276,64 @@ func runGroup(h *harness, cfg groupConfig, plan []*row) error {
 			}
 		}
 	}
+	// The first round's check covers the start-up too.
 	windowStart := Now()
+	g.injected = windowStart
+	started := time.Now()
+	if _, err := g.waitStable(); err != nil {
+		return fmt.Errorf("at start: %v", err)
+	}
+	logf("%s: first leader after %v (%v)", cfg.Name, time.Since(started).Round(100*time.Millisecond), g.timing)
 	ran := map[*row]int{}
 	for i, r := range order {
-		g.runRound(r, i, ran[r], windowStart)
+		windowStart = g.runRound(r, i, ran[r], windowStart)
 		ran[r]++
-		windowStart = Now()
 	}
 	return nil
 }
 
 // runRound runs round i of the group, the nth of r's fault, and checks
-// everything recorded since from.
-func (g *group) runRound(r *row, i, nth int, from Instant) {
+// everything recorded since from; it returns up to when it checked, where the
+// next round's check begins.
+func (g *group) runRound(r *row, i, nth int, from Instant) (to Instant) {
 	f := r.fault
 	fault, leaderName, stall, restarted := g.inject(f, i, nth)
-	to := Now()
+	// Another group's Shared fault since the previous round's injection
+	// (in its wait below, its check, or this round) may have disturbed this
+	// round's handover.
+	injected := Now()
+	other := g.h.sharedFaultIn(g.cfg.Name, g.injected, injected)
+	g.injected = injected
+	if f.Anon {
+		// The anonymous promises the poller got from the new leader lapse
+		// before the next round, whose handover they would otherwise hold
+		// up. Outside the round's hold on h.rounds: a shared fault of
+		// another group need not wait for this.
+		time.Sleep(g.timing.Renew)
+	}
+	to = Now()
 	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
 	answers, acks := g.rec.Snapshot()
 	res := Check(answers, acks, from, to)
-	g.rec.Prune(to.Add(-horizon))
+	g.rec.Prune(to.Add(-horizon(g.timing)))
 
 	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
+	if f.Anon {
+		line += ", " + anonPoll(nth).String()
+	}
 	if restarted {
 		line += ", a follower restarted mid-fault"
 	}
 	if fault != 0 {
 		if handover, ok := Handover(answers, fault); ok {
-			r.handovers = append(r.handovers, handover)
 			line += fmt.Sprintf(", handover %v", handover.Round(time.Millisecond))
+			if other != "" {
+				line += " (left out of the table: " + other + " in the round)"
+				r.leftOut = append(r.leftOut, fmt.Sprintf("%s round %d: %v (%s)", r.name(), i+1,
+					handover.Round(time.Millisecond), other))
+			} else {
+				r.handovers = append(r.handovers, handover)
+			}
 		}
 	}
 	rate := sampleRate(answers, from, to)
@@ -309,13 +349,14 @@ func (g *group) runRound(r *row, i, nth int, from Instant) {
 	}
 	if !failed {
 		logf("%s, ok", line)
-		return
+		return to
 	}
 	logf("%s, FAILED", line)
 	if stall != "" {
 		logf("  no recovery: %s", stall)
 	}
 	logFindings(res, fault)
+	return to
 }
 
 // inject waits for a stable leader, injects f (round i of the group, the
@@ -333,20 +374,15 @@ func (g *group) inject(f *fault, i, nth int) (fault Instant, leaderName, stall s
 		defer g.h.rounds.RUnlock()
 	}
 	g.ackVia.Store(int32(f.AckVia))
-	if i%2 == 1 && f.AckVia == AckGRPC && !f.Anon {
+	if alternate(nth) && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
 	}
 	if f.Anon {
-		g.anon.Store(int32(AnonBounded + AnonPoll(i%2)))
-		defer func() {
-			// The anonymous promises it got from the new leader lapse before
-			// the next round, whose handover they would otherwise hold up.
-			g.anon.Store(int32(AnonOff))
-			time.Sleep(sidecars.RenewDeadline)
-		}()
+		g.anon.Store(int32(anonPoll(nth)))
+		defer g.anon.Store(int32(AnonOff)) // runRound waits for its promises to lapse
 	}
 	leaderName = "no leader"
-	leader, err := g.waitStable(20 * time.Second)
+	leader, err := g.waitStable()
 	if err == nil {
 		leaderName = "leader " + leader.member.Name
 		if leader.kind == sidecars.ClientGo && !f.ClientGo {
@@ -359,7 +395,10 @@ func (g *group) inject(f *fault, i, nth int) (fault Instant, leaderName, stall s
 		}
 		var newMember <-chan error
 		if restarted = nth%2 == 1 && !f.NewMember; restarted {
-			newMember = g.restartFollower(leader, time.Duration(1+nth%4)*sidecars.RetryPeriod)
+			newMember = g.restartFollower(leader, time.Duration(1+nth%4)*g.timing.Retry)
+		}
+		if f.Shared {
+			defer g.h.sharedRound(g.cfg.Name, f.Name+" ["+g.cfg.Name+"]")() // before the unlock
 		}
 		fault, err = f.Inject(g, leader, i)
 		if newMember != nil {
@@ -368,7 +407,7 @@ func (g *group) inject(f *fault, i, nth int) (fault Instant, leaderName, stall s
 			}
 		}
 		if err == nil {
-			_, err = g.waitStable(25 * time.Second)
+			_, err = g.waitStable()
 		}
 	}
 	if err != nil {
@@ -534,8 +573,8 @@ func report(rows []*row) int {
 			}
 		}
 	}
-	fmt.Fprintf(w, "\nlease %v, renew deadline %v, retry period %v; every surface asked every %v (lowest round median: %.0f Hz)\n",
-		sidecars.LeaseDuration, sidecars.RenewDeadline, sidecars.RetryPeriod, samplePeriod, lowest)
+	fmt.Fprintf(w, "\n%severy surface asked every %v (lowest round median: %.0f Hz)\n",
+		durationsHeader(rows), samplePeriod, lowest)
 	fmt.Fprintf(w, "%-34s %6s %8s %8s %10s %9s %9s %9s %6s\n", "fault [config]", "rounds", "overlaps",
 		"broken", "tokens", "hand p50", "hand p99", "hand max", "stalls")
 	passed, failed := 0, 0
@@ -555,11 +594,46 @@ func report(rows []*row) int {
 			r.broken, fmt.Sprintf("%d/%d", r.tokensOK, r.tokensBad), p50, p99, pmax, r.stalls, verdict)
 	}
 	fmt.Fprintln(w, "tokens: term changes with token (and revision) increasing / not; hand: fault to the next leader's first answer")
+	var leftOut []string
+	for _, r := range rows {
+		leftOut = append(leftOut, r.leftOut...)
+	}
+	if len(leftOut) > 0 {
+		fmt.Fprintln(w, "hand left out where another group's shared fault fell in the round:")
+		for _, l := range leftOut {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
 	fmt.Fprintf(w, "%d passed, %d failed\n", passed, failed)
 	if failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// durationsHeader says at which durations the rows' groups ran: "lease …,
+// renew deadline …, retry period …; " if all at the same, else one line of
+// them per durations, naming the groups.
+func durationsHeader(rows []*row) string {
+	var order []sidecars.Durations
+	groups := map[sidecars.Durations][]string{}
+	for _, r := range rows {
+		d := r.timing
+		if _, seen := groups[d]; !seen {
+			order = append(order, d)
+		}
+		if !slices.Contains(groups[d], r.config) {
+			groups[d] = append(groups[d], r.config)
+		}
+	}
+	if len(order) == 1 {
+		return order[0].String() + "; "
+	}
+	header := ""
+	for _, d := range order {
+		header += fmt.Sprintf("%v: %s\n", d, strings.Join(groups[d], ", "))
+	}
+	return header
 }
 
 func roundMs(d time.Duration) string { return d.Round(time.Millisecond).String() }

@@ -98,15 +98,18 @@ type probe struct {
 	http    *http.Client
 	conn    *grpc.ClientConn
 	stop    chan struct{}
+	stopped sync.Once
 	wg      sync.WaitGroup
 	last    atomic.Pointer[Answer] // the latest HTTP (or client-go) answer
 	ackSent atomic.Int64
 	ackOK   atomic.Int64
 
 	mu       sync.Mutex
-	working  bool  // the application's leader work is running
-	token    int32 // the term it runs (or last ran) for
-	acked    int32 // the last term it acknowledged, if ackedAny
+	working  bool    // the application's leader work is running
+	token    int32   // the term it runs (or last ran) for
+	since    Instant // when the answer that started the work arrived
+	ledOn    uint8   // bit s: surface s has answered leader for token since
+	acked    int32   // the last term it acknowledged, if ackedAny
 	ackedAny bool
 }
 
@@ -132,14 +135,18 @@ func startProbe(m *sidecars.Member, rec *Recorder, ackVia *atomic.Int32, anon *a
 	return p, nil
 }
 
-// Stop ends every loop and waits for them.
+// Stop ends every loop and waits for them. Only the first call does
+// anything: a slot whose refill failed (group.replace) keeps its stopped
+// probe until Close stops it again.
 func (p *probe) Stop() {
-	close(p.stop)
-	p.wg.Wait()
-	if p.conn != nil {
-		p.conn.Close()
-	}
-	p.http.CloseIdleConnections()
+	p.stopped.Do(func() {
+		close(p.stop)
+		p.wg.Wait()
+		if p.conn != nil {
+			p.conn.Close()
+		}
+		p.http.CloseIdleConnections()
+	})
 }
 
 // done says whether the probe should stop: Stop was called or the member's
@@ -319,15 +326,27 @@ func (p *probe) askClientGo() {
 // stepping down (or naming a new term), stops it and acknowledges the term.
 // It never resumes work for a term it acknowledged: an answer that arrives
 // late does not restart it.
+//
+// Only news stops the work: an answer asked after the work began, or one
+// from a surface that has answered leader for the term since. Each surface
+// answers in order, but the surfaces are asked concurrently, so an answer
+// asked just before the term began can arrive just after another surface's
+// first leader answer of it; stopping on that would acknowledge the term as
+// it begins, and every promise of the term given after the acknowledgement
+// would then hold up its handover until it lapsed.
 func (p *probe) application(a Answer) {
 	leading := a.IsLeader && !a.SteppingDown
 	p.mu.Lock()
-	stopped, ack := p.token, p.working && (!leading || a.Token != p.token)
+	news := a.Send >= p.since || p.ledOn&(1<<a.Surface) != 0
+	stopped, ack := p.token, p.working && news && (!leading || a.Token != p.token)
 	if ack {
 		p.working, p.acked = false, p.token
 	}
 	if leading && !p.working && (a.Token != p.acked || !p.ackedAny) {
-		p.working, p.token = true, a.Token
+		p.working, p.token, p.since, p.ledOn = true, a.Token, a.Recv, 0
+	}
+	if p.working && leading && a.Token == p.token {
+		p.ledOn |= 1 << a.Surface
 	}
 	p.ackedAny = p.ackedAny || ack
 	p.mu.Unlock()
