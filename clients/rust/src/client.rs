@@ -251,8 +251,10 @@ impl Client {
     pub async fn leadership(&self) -> Result<Leadership, Error> {
         let since = boottime();
         let mut api = self.api();
+        // The whole promise: this client names itself and acknowledges.
         let request = GetLeadershipRequest {
             client_id: self.opts.client_id.clone(),
+            max_valid_for: None,
         };
         let m = self.call(api.get_leadership(request)).await?;
         let l = Leadership::from_proto(m, since);

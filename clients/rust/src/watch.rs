@@ -190,6 +190,7 @@ impl WatchState {
                 nanos: o.heartbeat_interval.subsec_nanos() as i32,
             }),
             client_id: o.client_id.clone(),
+            max_valid_for: None,
         };
         let mut api = client.api();
         self.stream = Some(client.call(api.watch_leadership(request)).await?);
