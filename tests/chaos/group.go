@@ -84,6 +84,7 @@ type groupConfig struct {
 	ClientGo  int
 	Args      []string           // more flags for its baton members
 	Durations sidecars.Durations // zero: sidecars.Short
+	LongOnly  bool               // runs in the long profile only
 }
 
 // timing is the durations c's members run on.

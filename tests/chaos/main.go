@@ -45,8 +45,11 @@ var (
 		// AnonBounded rounds the poller's promises (the default 1s bound) hold
 		// a SIGTERM up for about 1s; in AnonLong rounds (10s asked) up to the
 		// renew deadline, within the default shutdown grace (renew deadline
-		// + 1s), so the Lease is still released.
-		{Name: "defaults", Verbs: watchRole, Baton: 3, Durations: sidecars.Defaults},
+		// + 1s), so the Lease is still released. Long profile only: beside
+		// the other groups on a 2-core CI machine, three more members
+		// sampled at ~120 Hz for its long rounds starved the API server
+		// (a restart of it was not ready within a minute).
+		{Name: "defaults", Verbs: watchRole, Baton: 3, Durations: sidecars.Defaults, LongOnly: true},
 		{Name: "mixed", Verbs: watchRole, Baton: 2, ClientGo: 2}, // with --mixed
 	}
 
@@ -205,7 +208,7 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 	var groups sync.WaitGroup
 	var groupErr atomic.Value
 	for _, cfg := range configs {
-		if cfg.Name == "mixed" && !mixed {
+		if (cfg.Name == "mixed" && !mixed) || (cfg.LongOnly && factor == 1) {
 			continue
 		}
 		var plan []*row
