@@ -92,8 +92,8 @@ v1::WatchLeadershipRequest WatchRequest(absl::Duration heartbeat, const std::str
   v1::WatchLeadershipRequest request;
   request.set_client_id(client_id);
   if (heartbeat > absl::ZeroDuration()) {
-    *request.mutable_heartbeat_interval() = TimeUtil::NanosecondsToDuration(
-        absl::ToInt64Nanoseconds(heartbeat));
+    *request.mutable_heartbeat_interval() =
+        TimeUtil::NanosecondsToDuration(absl::ToInt64Nanoseconds(heartbeat));
   }
   return request;
 }

@@ -125,7 +125,8 @@ absl::StatusOr<std::optional<absl::Duration>> OptionalDuration(std::string_view 
   if (!absl::ParseDuration(absl::string_view((*text)->data(), (*text)->size()), &d) ||
       d <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(absl::string_view(name.data(), name.size()), " must be a positive duration such as 5s or 500ms"));
+        absl::StrCat(absl::string_view(name.data(), name.size()),
+                     " must be a positive duration such as 5s or 500ms"));
   }
   return d;
 }
@@ -327,7 +328,8 @@ Response HttpRouter::PostLeaderAck(const Request& request) const {
   const unsigned version = request.version();
   absl::StatusOr<std::optional<std::string_view>> client_id =
       QueryParam(request.target(), "client_id");
-  if (!client_id.ok()) return Text(http::status::bad_request, client_id.status().message(), version);
+  if (!client_id.ok())
+    return Text(http::status::bad_request, client_id.status().message(), version);
   absl::StatusOr<std::optional<std::string_view>> token_text =
       QueryParam(request.target(), "fencing_token");
   absl::StatusOr<int32_t> token =

@@ -53,9 +53,9 @@
 // the request and carries Cache-Control: no-store. The one exception is the
 // body of GET /leader, whose proto3 JSON printing costs tens of microseconds:
 // it is reused for requests within `leader_cache_window` of each other (and
-// of the same snapshot version and deadline, see Reader), and is evaluated at the END of that window,
-// so a reused answer understates validFor by less than the window and never
-// says isLeader=true later than it is true.
+// of the same snapshot version and deadline, see Reader), and is evaluated at the END of that
+// window, so a reused answer understates validFor by less than the window and never says
+// isLeader=true later than it is true.
 #ifndef BATON_SIDECAR_API_HTTP_ROUTER_H_
 #define BATON_SIDECAR_API_HTTP_ROUTER_H_
 
@@ -147,8 +147,8 @@ class HttpRouter {
   struct CachedLeaderJson {
     uint64_t version = 0;
     MonoTime deadline;  // the leader_until it tells
-    MonoTime from;   // served for requests in [from, until)
-    MonoTime until;  // and evaluated at `until`
+    MonoTime from;      // served for requests in [from, until)
+    MonoTime until;     // and evaluated at `until`
     std::string body;
   };
   mutable absl::Mutex cache_mu_;

@@ -69,9 +69,9 @@ absl::StatusOr<v1::AcknowledgeStepDownResponse> LocalApi::Acknowledge(
   if (ack.client_id.empty()) return absl::InvalidArgumentError("client_id is required");
   if (absl::Status valid = ValidateClientId(ack.client_id); !valid.ok()) return valid;
   v1::AcknowledgeStepDownResponse response;
-  response.set_acknowledged(context_->hooks.acknowledge
-                                ? context_->hooks.acknowledge(ack)
-                                : context_->publisher->Acknowledge(ack, context_->clock->Monotonic()));
+  response.set_acknowledged(context_->hooks.acknowledge ? context_->hooks.acknowledge(ack)
+                                                        : context_->publisher->Acknowledge(
+                                                              ack, context_->clock->Monotonic()));
   return response;
 }
 

@@ -286,14 +286,12 @@ class LocalApiControlPlaneTest : public ::testing::Test {
                                         "restartPolicy: Always}], containers: [{name: app, "
                                         "image: app}]}}"))
                     .ok());
-    const std::string state = app_terminated
-                                  ? R"("terminated":{"exitCode":0,"reason":"Completed"})"
-                                  : R"("running":{})";
+    const std::string state =
+        app_terminated ? R"("terminated":{"exitCode":0,"reason":"Completed"})" : R"("running":{})";
     const absl::StatusOr<std::string> patched = cp.Kubectl(
         {"patch", "pod", name, "-n", ns_, "--subresource=status", "--type=merge", "-p",
          absl::StrCat(R"({"status":{"containerStatuses":[{"name":"app","image":"app",)",
-                      R"("imageID":"","ready":false,"restartCount":0,"state":{)", state,
-                      "}}]}}")});
+                      R"("imageID":"","ready":false,"restartCount":0,"state":{)", state, "}}]}}")});
     ASSERT_TRUE(patched.ok()) << patched.status();
   }
 
@@ -304,8 +302,7 @@ class LocalApiControlPlaneTest : public ::testing::Test {
   std::pair<absl::Duration, std::string> NativeSidecarHandover(const std::string& pod) {
     std::vector<std::string> flags = kTightTiming;
     flags.push_back("--native-sidecar");
-    std::unique_ptr<Sidecar> a =
-        Start("a", flags, {"POD_NAME=" + pod, "POD_NAMESPACE=" + ns_});
+    std::unique_ptr<Sidecar> a = Start("a", flags, {"POD_NAME=" + pod, "POD_NAMESPACE=" + ns_});
     EXPECT_TRUE(a->WaitLeading());
     std::unique_ptr<Sidecar> b = Start("b");
     EXPECT_TRUE(b->WaitFollowing(*a));

@@ -249,9 +249,8 @@ TEST_F(PromiseLedgerTest, ABoundedAnswerCarriesAndPromisesOnlyItsBound) {
   EXPECT_EQ(bounded.leadership().leader_until, Now() + absl::Seconds(1));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(1));
   // A bound past the term's own deadline changes nothing.
-  EXPECT_EQ(
-      publisher_.Promise("app", Now(), Now() + absl::Seconds(20)).leadership().leader_until,
-      Now() + absl::Seconds(10));
+  EXPECT_EQ(publisher_.Promise("app", Now(), Now() + absl::Seconds(20)).leadership().leader_until,
+            Now() + absl::Seconds(10));
   EXPECT_EQ(publisher_.OutstandingUntil(3, Now()), Now() + absl::Seconds(10));
 }
 

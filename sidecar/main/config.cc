@@ -160,7 +160,7 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
   c.api_timeout =
       in.api_timeout == absl::ZeroDuration() ? DefaultApiTimeout(c.timing) : in.api_timeout;
   c.shutdown_grace = in.shutdown_grace == absl::ZeroDuration() ? DefaultShutdownGrace(c.timing)
-                                                                : in.shutdown_grace;
+                                                               : in.shutdown_grace;
   c.sse_heartbeat = in.sse_heartbeat;
   c.max_unnamed_valid_for = in.max_unnamed_valid_for;
   c.events = in.events;
@@ -172,11 +172,11 @@ absl::StatusOr<SidecarConfig> ConfigFrom(const ConfigInputs& in) {
                           ? std::string(absl::StripAsciiWhitespace(in.client_namespace))
                           : in.pod_namespace;
     if (c.pod_name.empty() || c.pod_namespace.empty()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          c.native_sidecar ? "--native-sidecar needs the Pod to read"
-                           : "--leader-label needs the Pod to label",
-          ": set POD_NAME (and POD_NAMESPACE outside a Pod) from the Downward API's "
-          "metadata.name and metadata.namespace"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(c.native_sidecar ? "--native-sidecar needs the Pod to read"
+                                        : "--leader-label needs the Pod to label",
+                       ": set POD_NAME (and POD_NAMESPACE outside a Pod) from the Downward API's "
+                       "metadata.name and metadata.namespace"));
     }
   }
   c.log.format = *ParseLogFormat(in.log_format);

@@ -121,8 +121,8 @@ class Daemon {
   std::unique_ptr<Elector> elector_;
   std::unique_ptr<ElectionLoop> loop_;
   std::unique_ptr<kube::LeaseWatcher> watcher_;
-  std::unique_ptr<kube::EventRecorder> events_;  // only with --events
-  std::unique_ptr<kube::PodLabeler> labeler_;    // only with --leader-label
+  std::unique_ptr<kube::EventRecorder> events_;   // only with --events
+  std::unique_ptr<kube::PodLabeler> labeler_;     // only with --leader-label
   std::unique_ptr<kube::KubeClient> pod_client_;  // only with --native-sidecar
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpServer> metrics_http_;  // only with --metrics-addr
