@@ -131,8 +131,8 @@ absl::StatusOr<std::optional<absl::Duration>> OptionalDuration(std::string_view 
   return d;
 }
 
-// The reader a request names: ?client_id= and ?max_valid_for=, validated
-// (LocalApi::Validate).
+// The reader a request names: ?client_id= and ?max_valid_for=, parsed;
+// LocalApi validates it.
 absl::StatusOr<Reader> ReaderOf(std::string_view target) {
   absl::StatusOr<std::optional<std::string_view>> id = QueryParam(target, "client_id");
   if (!id.ok()) return id.status();
@@ -140,9 +140,7 @@ absl::StatusOr<Reader> ReaderOf(std::string_view target) {
   if (id->has_value() && (*id)->empty()) return ValidateClientId("");
   absl::StatusOr<std::optional<absl::Duration>> bound = OptionalDuration(target, "max_valid_for");
   if (!bound.ok()) return bound.status();
-  Reader reader{std::string(id->value_or(std::string_view())), *bound};
-  if (absl::Status valid = LocalApi::Validate(reader); !valid.ok()) return valid;
-  return reader;
+  return Reader{std::string(id->value_or(std::string_view())), *bound};
 }
 
 // A fencing token as a query parameter: a non-negative decimal int32.
@@ -252,6 +250,9 @@ Response HttpRouter::GetLeader(const Request& request) const {
 HttpRouter::Reply HttpRouter::GetLeaderWatch(const Request& request) const {
   const unsigned version = request.version();
   absl::StatusOr<Reader> reader = ReaderOf(request.target());
+  if (reader.ok()) {
+    if (absl::Status valid = LocalApi::Validate(*reader); !valid.ok()) reader = valid;
+  }
   if (!reader.ok()) {
     return {Text(http::status::bad_request, reader.status().message(), version), std::nullopt};
   }
