@@ -297,6 +297,11 @@ func (g *group) reapplyWithoutHolder() error {
 		ObjectMeta: metav1.ObjectMeta{Name: g.lease, Namespace: g.ns},
 		Spec:       coordinationv1.LeaseSpec{LeaseDurationSeconds: &fifteen},
 	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A member that saw the deletion recreated it first, as it does at
+		// once: the cut-off leader's Lease was still replaced by a new object.
+		return nil
+	}
 	return err
 }
 
