@@ -318,7 +318,15 @@ type GetLeadershipRequest struct {
 	// graceful handover need not wait for it to lapse. Answers to unnamed
 	// callers are promises too, but only time ends them: the sidecar waits for
 	// the last one to lapse before it releases the Lease.
-	ClientId      string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientId string `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Optional. The longest promise this caller wants: a leader answer's
+	// valid_for is then at most this (its deadline is rounded down to the
+	// millisecond), so a step-down waits for it at most this long. At least
+	// 1ms. Unset: as long as the sidecar can promise for a named caller, and
+	// at most the sidecar's --max-unnamed-valid-for (default 1s) for an
+	// unnamed one. A caller that checks again at least this often stays
+	// covered between its calls.
+	MaxValidFor   *durationpb.Duration `protobuf:"bytes,2,opt,name=max_valid_for,json=maxValidFor,proto3" json:"max_valid_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -360,6 +368,13 @@ func (x *GetLeadershipRequest) GetClientId() string {
 	return ""
 }
 
+func (x *GetLeadershipRequest) GetMaxValidFor() *durationpb.Duration {
+	if x != nil {
+		return x.MaxValidFor
+	}
+	return nil
+}
+
 type WatchLeadershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// If set and positive, the server sends the current state again (event
@@ -370,7 +385,13 @@ type WatchLeadershipRequest struct {
 	HeartbeatInterval *durationpb.Duration `protobuf:"bytes,1,opt,name=heartbeat_interval,json=heartbeatInterval,proto3" json:"heartbeat_interval,omitempty"`
 	// Optional; as in GetLeadershipRequest. Every leader message on this stream
 	// is a promise to this client.
-	ClientId      string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientId string `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// Optional; bounds each leader message's promise as in
+	// GetLeadershipRequest, but unset means as long as the sidecar can
+	// promise, named or not: a stream is told at once when its sidecar steps
+	// down. A bounded stream should ask for a heartbeat_interval shorter than
+	// the bound, or its promise lapses between messages.
+	MaxValidFor   *durationpb.Duration `protobuf:"bytes,3,opt,name=max_valid_for,json=maxValidFor,proto3" json:"max_valid_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -417,6 +438,13 @@ func (x *WatchLeadershipRequest) GetClientId() string {
 		return x.ClientId
 	}
 	return ""
+}
+
+func (x *WatchLeadershipRequest) GetMaxValidFor() *durationpb.Duration {
+	if x != nil {
+		return x.MaxValidFor
+	}
+	return nil
 }
 
 type WatchLeadershipResponse struct {
@@ -714,12 +742,14 @@ const file_baton_v1_leader_election_proto_rawDesc = "" +
 	"\bobserved\x18\f \x01(\bR\bobserved\x12#\n" +
 	"\rstepping_down\x18\r \x01(\bR\fsteppingDown\x12)\n" +
 	"\x10fencing_revision\x18\x0e \x01(\x03R\x0ffencingRevision\x12K\n" +
-	"\x14valid_until_boottime\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x12validUntilBoottime\"3\n" +
+	"\x14valid_until_boottime\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x12validUntilBoottime\"r\n" +
 	"\x14GetLeadershipRequest\x12\x1b\n" +
-	"\tclient_id\x18\x01 \x01(\tR\bclientId\"\x7f\n" +
+	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12=\n" +
+	"\rmax_valid_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vmaxValidFor\"\xbe\x01\n" +
 	"\x16WatchLeadershipRequest\x12H\n" +
 	"\x12heartbeat_interval\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x11heartbeatInterval\x12\x1b\n" +
-	"\tclient_id\x18\x02 \x01(\tR\bclientId\"\xe9\x01\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12=\n" +
+	"\rmax_valid_for\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\vmaxValidFor\"\xe9\x01\n" +
 	"\x17WatchLeadershipResponse\x12=\n" +
 	"\x05event\x18\x01 \x01(\x0e2'.baton.v1.WatchLeadershipResponse.EventR\x05event\x124\n" +
 	"\n" +
@@ -782,24 +812,26 @@ var file_baton_v1_leader_election_proto_depIdxs = []int32{
 	10, // 2: baton.v1.Leadership.valid_for:type_name -> google.protobuf.Duration
 	10, // 3: baton.v1.Leadership.lease_duration:type_name -> google.protobuf.Duration
 	10, // 4: baton.v1.Leadership.valid_until_boottime:type_name -> google.protobuf.Duration
-	10, // 5: baton.v1.WatchLeadershipRequest.heartbeat_interval:type_name -> google.protobuf.Duration
-	0,  // 6: baton.v1.WatchLeadershipResponse.event:type_name -> baton.v1.WatchLeadershipResponse.Event
-	1,  // 7: baton.v1.WatchLeadershipResponse.leadership:type_name -> baton.v1.Leadership
-	1,  // 8: baton.v1.ResignResponse.leadership:type_name -> baton.v1.Leadership
-	10, // 9: baton.v1.AcknowledgeStepDownRequest.valid_until_boottime:type_name -> google.protobuf.Duration
-	2,  // 10: baton.v1.LeaderElection.GetLeadership:input_type -> baton.v1.GetLeadershipRequest
-	3,  // 11: baton.v1.LeaderElection.WatchLeadership:input_type -> baton.v1.WatchLeadershipRequest
-	5,  // 12: baton.v1.LeaderElection.Resign:input_type -> baton.v1.ResignRequest
-	7,  // 13: baton.v1.LeaderElection.AcknowledgeStepDown:input_type -> baton.v1.AcknowledgeStepDownRequest
-	1,  // 14: baton.v1.LeaderElection.GetLeadership:output_type -> baton.v1.Leadership
-	4,  // 15: baton.v1.LeaderElection.WatchLeadership:output_type -> baton.v1.WatchLeadershipResponse
-	6,  // 16: baton.v1.LeaderElection.Resign:output_type -> baton.v1.ResignResponse
-	8,  // 17: baton.v1.LeaderElection.AcknowledgeStepDown:output_type -> baton.v1.AcknowledgeStepDownResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	10, // 5: baton.v1.GetLeadershipRequest.max_valid_for:type_name -> google.protobuf.Duration
+	10, // 6: baton.v1.WatchLeadershipRequest.heartbeat_interval:type_name -> google.protobuf.Duration
+	10, // 7: baton.v1.WatchLeadershipRequest.max_valid_for:type_name -> google.protobuf.Duration
+	0,  // 8: baton.v1.WatchLeadershipResponse.event:type_name -> baton.v1.WatchLeadershipResponse.Event
+	1,  // 9: baton.v1.WatchLeadershipResponse.leadership:type_name -> baton.v1.Leadership
+	1,  // 10: baton.v1.ResignResponse.leadership:type_name -> baton.v1.Leadership
+	10, // 11: baton.v1.AcknowledgeStepDownRequest.valid_until_boottime:type_name -> google.protobuf.Duration
+	2,  // 12: baton.v1.LeaderElection.GetLeadership:input_type -> baton.v1.GetLeadershipRequest
+	3,  // 13: baton.v1.LeaderElection.WatchLeadership:input_type -> baton.v1.WatchLeadershipRequest
+	5,  // 14: baton.v1.LeaderElection.Resign:input_type -> baton.v1.ResignRequest
+	7,  // 15: baton.v1.LeaderElection.AcknowledgeStepDown:input_type -> baton.v1.AcknowledgeStepDownRequest
+	1,  // 16: baton.v1.LeaderElection.GetLeadership:output_type -> baton.v1.Leadership
+	4,  // 17: baton.v1.LeaderElection.WatchLeadership:output_type -> baton.v1.WatchLeadershipResponse
+	6,  // 18: baton.v1.LeaderElection.Resign:output_type -> baton.v1.ResignResponse
+	8,  // 19: baton.v1.LeaderElection.AcknowledgeStepDown:output_type -> baton.v1.AcknowledgeStepDownResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_baton_v1_leader_election_proto_init() }

@@ -41,11 +41,13 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       "--oneofs",
       "--includeComments",
       "--importFileExtension=.js",
-      `--includeDirs=${protoDir}`,
+      "--includeDirs=.",
       `--outDir=${gen}`,
       proto,
     ],
-    { stdio: "inherit" },
+    // Relative to proto/, so each generated file names its source as
+    // baton/v1/…, the same in every checkout.
+    { cwd: protoDir, stdio: "inherit" },
   );
   writeFileSync(`${gen}/descriptor.ts`, descriptorSource());
 }

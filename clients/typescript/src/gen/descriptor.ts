@@ -78,6 +78,10 @@ export const descriptor = {
                 "clientId": {
                   "type": "string",
                   "id": 1
+                },
+                "maxValidFor": {
+                  "type": "google.protobuf.Duration",
+                  "id": 2
                 }
               }
             },
@@ -90,6 +94,10 @@ export const descriptor = {
                 "clientId": {
                   "type": "string",
                   "id": 2
+                },
+                "maxValidFor": {
+                  "type": "google.protobuf.Duration",
+                  "id": 3
                 }
               }
             },

@@ -45,18 +45,22 @@ class Leadership(_message.Message):
     def __init__(self, is_leader: _Optional[bool] = ..., identity: _Optional[str] = ..., holder_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_name: _Optional[str] = ..., lease_namespace: _Optional[str] = ..., lease_uid: _Optional[str] = ..., acquire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., renew_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., observed: _Optional[bool] = ..., stepping_down: _Optional[bool] = ..., fencing_revision: _Optional[int] = ..., valid_until_boottime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class GetLeadershipRequest(_message.Message):
-    __slots__ = ("client_id",)
+    __slots__ = ("client_id", "max_valid_for")
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_VALID_FOR_FIELD_NUMBER: _ClassVar[int]
     client_id: str
-    def __init__(self, client_id: _Optional[str] = ...) -> None: ...
+    max_valid_for: _duration_pb2.Duration
+    def __init__(self, client_id: _Optional[str] = ..., max_valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WatchLeadershipRequest(_message.Message):
-    __slots__ = ("heartbeat_interval", "client_id")
+    __slots__ = ("heartbeat_interval", "client_id", "max_valid_for")
     HEARTBEAT_INTERVAL_FIELD_NUMBER: _ClassVar[int]
     CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+    MAX_VALID_FOR_FIELD_NUMBER: _ClassVar[int]
     heartbeat_interval: _duration_pb2.Duration
     client_id: str
-    def __init__(self, heartbeat_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., client_id: _Optional[str] = ...) -> None: ...
+    max_valid_for: _duration_pb2.Duration
+    def __init__(self, heartbeat_interval: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., client_id: _Optional[str] = ..., max_valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
 
 class WatchLeadershipResponse(_message.Message):
     __slots__ = ("event", "leadership")

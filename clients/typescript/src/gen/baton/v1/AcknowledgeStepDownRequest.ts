@@ -1,4 +1,4 @@
-// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+// Original file: baton/v1/leader_election.proto
 
 import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration.js';
 

@@ -1,4 +1,4 @@
-// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+// Original file: baton/v1/leader_election.proto
 
 
 export interface AcknowledgeStepDownResponse {

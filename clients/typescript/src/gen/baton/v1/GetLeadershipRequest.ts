@@ -1,5 +1,6 @@
-// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+// Original file: baton/v1/leader_election.proto
 
+import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration.js';
 
 export interface GetLeadershipRequest {
   /**
@@ -12,6 +13,16 @@ export interface GetLeadershipRequest {
    * the last one to lapse before it releases the Lease.
    */
   'clientId'?: (string);
+  /**
+   * Optional. The longest promise this caller wants: a leader answer's
+   * valid_for is then at most this (its deadline is rounded down to the
+   * millisecond), so a step-down waits for it at most this long. At least
+   * 1ms. Unset: as long as the sidecar can promise for a named caller, and
+   * at most the sidecar's --max-unnamed-valid-for (default 1s) for an
+   * unnamed one. A caller that checks again at least this often stays
+   * covered between its calls.
+   */
+  'maxValidFor'?: (_google_protobuf_Duration | null);
 }
 
 export interface GetLeadershipRequest__Output {
@@ -25,4 +36,14 @@ export interface GetLeadershipRequest__Output {
    * the last one to lapse before it releases the Lease.
    */
   'clientId': (string);
+  /**
+   * Optional. The longest promise this caller wants: a leader answer's
+   * valid_for is then at most this (its deadline is rounded down to the
+   * millisecond), so a step-down waits for it at most this long. At least
+   * 1ms. Unset: as long as the sidecar can promise for a named caller, and
+   * at most the sidecar's --max-unnamed-valid-for (default 1s) for an
+   * unnamed one. A caller that checks again at least this often stays
+   * covered between its calls.
+   */
+  'maxValidFor': (_google_protobuf_Duration__Output | null);
 }

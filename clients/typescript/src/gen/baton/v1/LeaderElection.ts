@@ -1,4 +1,4 @@
-// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+// Original file: baton/v1/leader_election.proto
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'

@@ -1,4 +1,4 @@
-// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+// Original file: baton/v1/leader_election.proto
 
 import type { Leadership as _baton_v1_Leadership, Leadership__Output as _baton_v1_Leadership__Output } from '../../baton/v1/Leadership.js';
 

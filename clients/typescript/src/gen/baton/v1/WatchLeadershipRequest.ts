@@ -1,4 +1,4 @@
-// Original file: /work/wt/ts/proto/baton/v1/leader_election.proto
+// Original file: baton/v1/leader_election.proto
 
 import type { Duration as _google_protobuf_Duration, Duration__Output as _google_protobuf_Duration__Output } from '../../google/protobuf/Duration.js';
 
@@ -16,6 +16,14 @@ export interface WatchLeadershipRequest {
    * is a promise to this client.
    */
   'clientId'?: (string);
+  /**
+   * Optional; bounds each leader message's promise as in
+   * GetLeadershipRequest, but unset means as long as the sidecar can
+   * promise, named or not: a stream is told at once when its sidecar steps
+   * down. A bounded stream should ask for a heartbeat_interval shorter than
+   * the bound, or its promise lapses between messages.
+   */
+  'maxValidFor'?: (_google_protobuf_Duration | null);
 }
 
 export interface WatchLeadershipRequest__Output {
@@ -32,4 +40,12 @@ export interface WatchLeadershipRequest__Output {
    * is a promise to this client.
    */
   'clientId': (string);
+  /**
+   * Optional; bounds each leader message's promise as in
+   * GetLeadershipRequest, but unset means as long as the sidecar can
+   * promise, named or not: a stream is told at once when its sidecar steps
+   * down. A bounded stream should ask for a heartbeat_interval shorter than
+   * the bound, or its promise lapses between messages.
+   */
+  'maxValidFor': (_google_protobuf_Duration__Output | null);
 }
