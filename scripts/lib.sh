@@ -42,6 +42,7 @@ BATON_APT_PACKAGES=(
   libabsl-dev libboost1.81-dev libboost-json1.81-dev libssl-dev
   libgtest-dev libgmock-dev libspdlog-dev libyaml-cpp-dev
   wrk python3-venv curl procps
+  postgresql-15  # the fencing tests' throwaway clusters (clients/testing/postgres)
 )
 
 # ensure_apt_packages: installs any of BATON_APT_PACKAGES that is missing.
