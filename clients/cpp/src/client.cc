@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <random>
 #include <tuple>
 #include <utility>
@@ -175,6 +176,30 @@ Clock::time_point After(absl::Duration timeout) {
   return now + absl::ToChronoNanoseconds(timeout);
 }
 
+// One GetLeadership from `connection`'s client, asking for a promise of at
+// most `max_valid_for` (nullopt: the whole promise); the answer checked and
+// noted.
+absl::StatusOr<Leadership> AskLeadership(const internal::Connection& connection,
+                                         std::optional<absl::Duration> max_valid_for) {
+  grpc::ClientContext context;
+  context.set_deadline(CallDeadline(connection.options.call_timeout));
+  v1::GetLeadershipRequest request;
+  request.set_client_id(connection.options.client_id);
+  if (max_valid_for) {
+    const int64_t ns = absl::ToInt64Nanoseconds(*max_valid_for);
+    request.mutable_max_valid_for()->set_seconds(ns / 1000000000);
+    request.mutable_max_valid_for()->set_nanos(static_cast<int32_t>(ns % 1000000000));
+  }
+  v1::Leadership response;
+  const Clock::time_point sent = Clock::now();
+  const grpc::Status status = connection.stub->GetLeadership(&context, request, &response);
+  if (!status.ok()) return internal::Translate(connection.addr, status);
+  Leadership l = internal::FromProto(response, sent);
+  if (absl::Status lease = CheckLease(connection, l); !lease.ok()) return lease;
+  connection.Note(l);
+  return l;
+}
+
 }  // namespace
 
 namespace internal {
@@ -248,6 +273,10 @@ absl::StatusOr<int32_t> RequireLeaderAt(const Leadership& l, absl::Duration min_
     return status;
   }
   return l.fencing_token;
+}
+
+absl::Duration RequireLeaderBound(absl::Duration min_validity) {
+  return std::max(min_validity, absl::ZeroDuration()) + kRequireLeaderSlack;
 }
 
 absl::Status Translate(const std::string& addr, const grpc::Status& status) {
@@ -369,18 +398,7 @@ const std::string& Client::addr() const { return connection_->addr; }
 const std::string& Client::client_id() const { return connection_->options.client_id; }
 
 absl::StatusOr<Leadership> Client::GetLeadership() const {
-  grpc::ClientContext context;
-  context.set_deadline(CallDeadline(connection_->options.call_timeout));
-  v1::GetLeadershipRequest request;
-  request.set_client_id(connection_->options.client_id);
-  v1::Leadership response;
-  const Clock::time_point sent = Clock::now();
-  const grpc::Status status = connection_->stub->GetLeadership(&context, request, &response);
-  if (!status.ok()) return internal::Translate(connection_->addr, status);
-  Leadership l = internal::FromProto(response, sent);
-  if (absl::Status lease = CheckLease(*connection_, l); !lease.ok()) return lease;
-  connection_->Note(l);
-  return l;
+  return AskLeadership(*connection_, std::nullopt);
 }
 
 absl::StatusOr<bool> Client::IsLeader() const {
@@ -390,7 +408,8 @@ absl::StatusOr<bool> Client::IsLeader() const {
 }
 
 absl::StatusOr<int32_t> Client::RequireLeader(absl::Duration min_validity) const {
-  absl::StatusOr<Leadership> l = GetLeadership();
+  absl::StatusOr<Leadership> l =
+      AskLeadership(*connection_, internal::RequireLeaderBound(min_validity));
   if (!l.ok()) return l.status();
   return internal::RequireLeaderAt(*l, min_validity, Clock::now());
 }

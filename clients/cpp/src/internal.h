@@ -34,6 +34,10 @@ absl::Duration RemainingAt(const Leadership& l, BootClock::time_point now);
 absl::StatusOr<int32_t> RequireLeaderAt(const Leadership& l, absl::Duration min_validity,
                                         BootClock::time_point now);
 
+// The promise Client::RequireLeader(min_validity) asks the sidecar for:
+// min_validity (none if negative) plus kRequireLeaderSlack.
+absl::Duration RequireLeaderBound(absl::Duration min_validity);
+
 // The one mapping from gRPC statuses to absl on this boundary: anything that
 // means "no usable sidecar here" is kUnavailable with a message that says
 // what to check; other codes keep theirs.

@@ -163,8 +163,13 @@ TEST(ConformanceTest, RequireLeader) {
     const absl::StatusOr<Leadership> l =
         internal::ParseLeadershipJson(Field(c, "text").string_value(), Ms(Field(c, "sinceMs")));
     ASSERT_TRUE(l.ok()) << l.status();
-    const absl::StatusOr<int32_t> token = internal::RequireLeaderAt(
-        *l, absl::Milliseconds(Field(c, "minValidityMs").number_value()), Ms(Field(c, "nowMs")));
+    const absl::Duration min_validity =
+        absl::Milliseconds(Field(c, "minValidityMs").number_value());
+    EXPECT_EQ(absl::Trunc(internal::RequireLeaderBound(min_validity), absl::Milliseconds(1)),
+              absl::Milliseconds(Field(c, "requestMaxValidForMs").number_value()))
+        << "max_valid_for";
+    const absl::StatusOr<int32_t> token =
+        internal::RequireLeaderAt(*l, min_validity, Ms(Field(c, "nowMs")));
     const Value& expect = Field(c, "expect");
     if (Has(expect, "notLeader")) {
       EXPECT_TRUE(IsNotLeader(token.status())) << token.status();

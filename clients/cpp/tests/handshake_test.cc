@@ -1,7 +1,7 @@
 // The step-down handshake and the deadlines of answers, against a fake
-// sidecar (a gRPC server in this process): client ids on every question,
-// deadlines from valid_until_boottime, and RunWhileLeader's order — work
-// cancelled, work returned, then acknowledged.
+// sidecar (a gRPC server in this process): client ids on every question, the
+// bound RequireLeader asks for, deadlines from valid_until_boottime, and
+// RunWhileLeader's order — work cancelled, work returned, then acknowledged.
 #include <algorithm>
 #include <memory>
 #include <string>
@@ -73,7 +73,8 @@ struct FakeOptions {
 };
 
 // Leads with token 5 until step_down is notified, then says it is stepping
-// down; records who asks and the acknowledgements.
+// down; records who asks, the bound each question asks for and the
+// acknowledgements.
 class FakeSidecar final : public v1::LeaderElection::Service {
  public:
   explicit FakeSidecar(FakeOptions options) : options_(options) {
@@ -93,6 +94,7 @@ class FakeSidecar final : public v1::LeaderElection::Service {
 
   grpc::Status GetLeadership(grpc::ServerContext*, const v1::GetLeadershipRequest* request,
                              v1::Leadership* response) override {
+    RecordBound(request->has_max_valid_for(), request->max_valid_for());
     journal.Add(absl::StrCat("get ", request->client_id()));
     *response = Answer();
     return grpc::Status::OK;
@@ -101,6 +103,7 @@ class FakeSidecar final : public v1::LeaderElection::Service {
   grpc::Status WatchLeadership(grpc::ServerContext* context,
                                const v1::WatchLeadershipRequest* request,
                                grpc::ServerWriter<v1::WatchLeadershipResponse>* writer) override {
+    RecordBound(request->has_max_valid_for(), request->max_valid_for());
     journal.Add(absl::StrCat("watch ", request->client_id()));
     v1::WatchLeadershipResponse message;
     *message.mutable_leadership() = Answer();
@@ -146,11 +149,23 @@ class FakeSidecar final : public v1::LeaderElection::Service {
     absl::MutexLock lock(&mu_);
     return acked_;
   }
+  // The max_valid_for each GetLeadership and WatchLeadership asked for
+  // (-inf: none).
+  std::vector<absl::Duration> Bounds() {
+    absl::MutexLock lock(&mu_);
+    return bounds_;
+  }
 
   Journal journal;
   absl::Notification step_down;
 
  private:
+  void RecordBound(bool has, const google::protobuf::Duration& d) {
+    absl::MutexLock lock(&mu_);
+    bounds_.push_back(has ? absl::Seconds(d.seconds()) + absl::Nanoseconds(d.nanos())
+                          : -absl::InfiniteDuration());
+  }
+
   v1::Leadership Answer() {
     v1::Leadership l;
     l.set_is_leader(true);
@@ -179,6 +194,7 @@ class FakeSidecar final : public v1::LeaderElection::Service {
   absl::Mutex mu_;
   std::vector<absl::Duration> given_ ABSL_GUARDED_BY(mu_);
   std::vector<absl::Duration> acked_ ABSL_GUARDED_BY(mu_);
+  std::vector<absl::Duration> bounds_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<grpc::Server> server_;
   std::string addr_;
 };
@@ -245,6 +261,25 @@ TEST(ClientIdTest, EveryQuestionCarriesIt) {
   }
   bad.client_id = std::string(65, 'a');
   EXPECT_EQ(Client::Create(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(RequireLeaderTest, AsksForMinValidityPlusTheSlackAndNothingElseDoes) {
+  FakeSidecar fake({});
+  std::unique_ptr<Client> client = Connect(fake);
+  absl::StatusOr<int32_t> token = client->RequireLeader(absl::Milliseconds(2500));
+  ASSERT_TRUE(token.ok()) << token.status();
+  EXPECT_EQ(*token, 5);
+  token = client->RequireLeader(absl::ZeroDuration());
+  ASSERT_TRUE(token.ok()) << token.status();
+  ASSERT_TRUE(client->GetLeadership().ok());
+  ASSERT_TRUE(client->IsLeader().ok());
+  std::unique_ptr<Watch> watch = client->Watch();
+  ASSERT_TRUE(watch->Next(absl::Seconds(5)).ok());
+  EXPECT_EQ(kRequireLeaderSlack, absl::Seconds(1));
+  const absl::Duration none = -absl::InfiniteDuration();
+  EXPECT_EQ(fake.Bounds(), (std::vector<absl::Duration>{absl::Milliseconds(3500), absl::Seconds(1),
+                                                        none, none, none}))
+      << "RequireLeader(2.5s), RequireLeader(0), GetLeadership, IsLeader, Watch";
 }
 
 TEST(AcknowledgementTest, NamesTheLatestDeadlineThisClientReceived) {

@@ -44,6 +44,15 @@ const (
 	DefaultMaxBackoff        = 2 * time.Second
 )
 
+// RequireLeaderSlack is what RequireLeader asks the sidecar for beyond
+// minValidity: a promise of at most minValidity + RequireLeaderSlack
+// (max_valid_for). The slack covers the round trip, so that what is left
+// when the client checks is still at least minValidity. The caller learns
+// only "at least minValidity left" and the token, so a longer promise is of
+// no use to it and would only delay a handover when the application does not
+// acknowledge.
+const RequireLeaderSlack = time.Second
+
 // Client talks to one baton sidecar. It is safe for concurrent use; make one
 // per process and Close it when done.
 type Client struct {
@@ -291,10 +300,20 @@ func translate(addr string, err error) error {
 // ErrSidecarUnavailable when no sidecar answers; it never waits on the
 // Kubernetes API.
 func (c *Client) Leadership(ctx context.Context) (Leadership, error) {
+	return c.leadership(ctx, 0)
+}
+
+// leadership is Leadership asking for a promise of at most maxValidFor; zero
+// asks for the whole promise.
+func (c *Client) leadership(ctx context.Context, maxValidFor time.Duration) (Leadership, error) {
 	cctx, cancel := c.callContext(ctx)
 	defer cancel()
+	req := &batonv1.GetLeadershipRequest{ClientId: c.opts.clientID}
+	if maxValidFor > 0 {
+		req.MaxValidFor = durationpb.New(maxValidFor)
+	}
 	sent := boottime()
-	m, err := c.api.GetLeadership(cctx, &batonv1.GetLeadershipRequest{ClientId: c.opts.clientID})
+	m, err := c.api.GetLeadership(cctx, req)
 	if err != nil {
 		return Leadership{}, c.wrap(ctx, err)
 	}
@@ -325,13 +344,24 @@ func (c *Client) IsLeader(ctx context.Context) (bool, error) {
 // leads with at least minValidity of guaranteed leadership left (counted
 // from when the sidecar answered). Otherwise it returns a *NotLeaderError
 // (errors.Is(err, ErrNotLeader)), or ErrSidecarUnavailable.
+//
+// It asks the sidecar for a promise of at most minValidity +
+// RequireLeaderSlack, so an application that never acknowledges holds up a
+// handover by at most that much.
 func (c *Client) RequireLeader(ctx context.Context, minValidity time.Duration) (int32, error) {
-	l, err := c.requireLeader(ctx, minValidity)
+	l, err := c.requireLeader(ctx, minValidity, requireLeaderBound(minValidity))
 	return l.FencingToken, err
 }
 
-func (c *Client) requireLeader(ctx context.Context, minValidity time.Duration) (Leadership, error) {
-	l, err := c.Leadership(ctx)
+// requireLeaderBound is the promise RequireLeader asks for.
+func requireLeaderBound(minValidity time.Duration) time.Duration {
+	return max(minValidity, 0) + RequireLeaderSlack
+}
+
+// requireLeader is RequireLeader's decision on a fresh answer promising at
+// most maxValidFor (zero: the whole promise).
+func (c *Client) requireLeader(ctx context.Context, minValidity, maxValidFor time.Duration) (Leadership, error) {
+	l, err := c.leadership(ctx, maxValidFor)
 	if err != nil {
 		return Leadership{}, err
 	}
@@ -351,11 +381,12 @@ func requireLeaderAt(l Leadership, minValidity, now time.Duration) (Leadership, 
 // Fenced runs write with the fencing token if RequireLeader(ctx,
 // minValidity) allows it. write's context is cancelled when the guaranteed
 // leadership runs out, so a write that honours it cannot outlive it; the
-// store must still check the token (see Fence). It returns
+// store must still check the token (see Fence). Unlike RequireLeader it asks
+// for the whole promise, which write's context then runs to. It returns
 // RequireLeader's error or write's.
 func (c *Client) Fenced(ctx context.Context, minValidity time.Duration,
 	write func(ctx context.Context, token int32) error) error {
-	l, err := c.requireLeader(ctx, minValidity)
+	l, err := c.requireLeader(ctx, minValidity, 0)
 	if err != nil {
 		return err
 	}

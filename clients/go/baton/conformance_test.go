@@ -167,9 +167,9 @@ func TestConformanceValidity(t *testing.T) {
 func TestConformanceRequireLeader(t *testing.T) {
 	var file struct {
 		Cases []struct {
-			Name, Text                    string
-			SinceMs, NowMs, MinValidityMs int64
-			Expect                        struct {
+			Name, Text                                          string
+			SinceMs, NowMs, MinValidityMs, RequestMaxValidForMs int64
+			Expect                                              struct {
 				Token     *int32
 				Revision  string
 				NotLeader bool
@@ -182,6 +182,9 @@ func TestConformanceRequireLeader(t *testing.T) {
 			l, err := baton.ParseLeadershipSince([]byte(c.Text), ms(c.SinceMs))
 			if err != nil {
 				t.Fatal(err)
+			}
+			if got, want := baton.RequireLeaderBound(ms(c.MinValidityMs)), ms(c.RequestMaxValidForMs); got != want {
+				t.Errorf("RequireLeader asks for max_valid_for %v; want %v", got, want)
 			}
 			got, err := baton.RequireLeaderAt(l, ms(c.MinValidityMs), ms(c.NowMs))
 			switch {

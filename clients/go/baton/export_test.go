@@ -27,5 +27,10 @@ func RequireLeaderAt(l Leadership, minValidity, now time.Duration) (Leadership, 
 	return requireLeaderAt(l, minValidity, now)
 }
 
+// RequireLeaderBound is the promise RequireLeader(minValidity) asks for.
+func RequireLeaderBound(minValidity time.Duration) time.Duration {
+	return requireLeaderBound(minValidity)
+}
+
 // Translate maps a failed call's error as a Client does.
 func Translate(addr string, err error) error { return translate(addr, err) }

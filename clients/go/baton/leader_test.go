@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -81,6 +82,25 @@ type steppingDownSidecar struct {
 	mu        sync.Mutex
 	deadlines []time.Duration // of the leader answers given, in order
 	acked     []time.Duration // the deadline each acknowledgement named (-1: none)
+	bounds    []time.Duration // the max_valid_for each question asked for (-1: none)
+}
+
+// bound records the max_valid_for a question asked for.
+func (s *steppingDownSidecar) bound(d *durationpb.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d == nil {
+		s.bounds = append(s.bounds, -1)
+		return
+	}
+	s.bounds = append(s.bounds, d.AsDuration())
+}
+
+// asked are the bounds the questions asked for, in order.
+func (s *steppingDownSidecar) asked() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.bounds...)
 }
 
 func (s *steppingDownSidecar) leader() *batonv1.Leadership {
@@ -112,11 +132,13 @@ func (s *steppingDownSidecar) acks() []time.Duration {
 }
 
 func (s *steppingDownSidecar) GetLeadership(_ context.Context, r *batonv1.GetLeadershipRequest) (*batonv1.Leadership, error) {
+	s.bound(r.GetMaxValidFor())
 	s.log.add("get " + r.GetClientId())
 	return s.leader(), nil
 }
 
 func (s *steppingDownSidecar) WatchLeadership(r *batonv1.WatchLeadershipRequest, stream grpc.ServerStreamingServer[batonv1.WatchLeadershipResponse]) error {
+	s.bound(r.GetMaxValidFor())
 	s.log.add("watch " + r.GetClientId())
 	if err := stream.Send(&batonv1.WatchLeadershipResponse{Leadership: s.leader()}); err != nil {
 		return err
@@ -429,6 +451,52 @@ func TestEveryQuestionCarriesTheClientID(t *testing.T) {
 		if _, err := baton.New(baton.WithAddr(addr), baton.WithClientID(bad)); err == nil {
 			t.Errorf("WithClientID(%q) accepted", bad)
 		}
+	}
+}
+
+func TestRequireLeaderAsksForMinValidityPlusTheSlackAndNothingElseDoes(t *testing.T) {
+	log := newJournal()
+	fake := &steppingDownSidecar{t: t, validFor: 10 * time.Second, stepDown: make(chan struct{}), log: log}
+	c, err := baton.New(baton.WithAddr(serve(t, fake)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.RequireLeader(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RequireLeader(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leadership(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.IsLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var writeFor time.Duration
+	err = c.Fenced(ctx, 2*time.Second, func(ctx context.Context, _ int32) error {
+		d, _ := ctx.Deadline()
+		writeFor = time.Until(d)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if writeFor < 9*time.Second {
+		t.Errorf("Fenced gave the write %v; want the whole 10s promise", writeFor)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	for range c.Watch(wctx) {
+		break
+	}
+	cancel()
+	log.await(t, "watch "+c.ClientID())
+	want := []time.Duration{2*time.Second + baton.RequireLeaderSlack, baton.RequireLeaderSlack, -1, -1, -1, -1}
+	if got := fake.asked(); !slices.Equal(got, want) {
+		t.Errorf("max_valid_for of RequireLeader(2s), RequireLeader(0), Leadership, IsLeader, Fenced, Watch = %v; want %v (-1: none)",
+			got, want)
 	}
 }
 

@@ -14,7 +14,7 @@ from baton_client import (BatonError, Fence, Leadership, NotLeaderError, Sidecar
                           revision_from_headers, HttpClient, TOKEN_HEADER, REVISION_HEADER)
 from baton_client._grpc_common import translate
 from baton_client.http import status_error
-from baton_client.leadership import check_leader, from_proto, parse_json
+from baton_client.leadership import check_leader, from_proto, parse_json, require_leader_bound_ns
 from baton_client.v1 import leader_election_pb2 as pb
 from conformance import load, passed
 
@@ -108,6 +108,8 @@ def test_validity(case):
 
 @pytest.mark.parametrize("case", cases("require_leader.json"))
 def test_require_leader(case):
+    bound_ns = require_leader_bound_ns(case["minValidityMs"] / 1000)
+    assert bound_ns // 1_000_000 == case["requestMaxValidForMs"]
     lead = parse_json(case["text"], case["sinceMs"] / 1000)
     decide = lambda: check_leader(lead, case["minValidityMs"] / 1000, case["nowMs"] / 1000)  # noqa: E731
     if case["expect"].get("notLeader"):

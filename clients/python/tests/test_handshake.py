@@ -17,7 +17,8 @@ grpc = pytest.importorskip("grpc")
 
 from google.protobuf import duration_pb2  # noqa: E402
 
-from baton_client import AsyncClient, Client, HttpClient, boottime  # noqa: E402
+from baton_client import (REQUIRE_LEADER_SLACK, AsyncClient, Client, HttpClient,  # noqa: E402
+                          boottime)
 from baton_client.leadership import from_json, from_proto  # noqa: E402
 from baton_client.v1 import leader_election_pb2 as pb  # noqa: E402
 from baton_client.v1 import leader_election_pb2_grpc as pb_grpc  # noqa: E402
@@ -67,6 +68,11 @@ class FakeSidecar(pb_grpc.LeaderElectionServicer):
         self.step_down = threading.Event()
         self.given = []  # the deadlines of the leader answers, in ns
         self.acked = []  # the deadline each acknowledgement named, in ns (None: none)
+        self.bounds = []  # the max_valid_for each question asked for, in ns (None: none)
+
+    def _bound(self, request):
+        self.bounds.append(request.max_valid_for.ToNanoseconds()
+                           if request.HasField("max_valid_for") else None)
 
     def _answer(self):
         msg = leader_msg(self.valid_for, self.deadline)
@@ -75,10 +81,12 @@ class FakeSidecar(pb_grpc.LeaderElectionServicer):
         return msg
 
     def GetLeadership(self, request, context):
+        self._bound(request)
         self.journal.add(f"get {request.client_id}")
         return self._answer()
 
     def WatchLeadership(self, request, context):
+        self._bound(request)
         self.journal.add(f"watch {request.client_id}")
         yield pb.WatchLeadershipResponse(leadership=self._answer())
         while not self.step_down.wait(0.05):
@@ -195,6 +203,34 @@ def test_an_answer_keeps_the_sidecars_deadline_to_the_nanosecond():
     msg.valid_until_boottime.seconds, msg.valid_until_boottime.nanos = 1234567, 123456789
     assert from_proto(msg, since=0.0).valid_until_boottime_ns == 1234567123456789
     assert from_proto(msg, since=0.0)._expired().valid_until_boottime_ns == 0
+
+
+def test_require_leader_asks_for_min_validity_plus_the_slack_and_nothing_else_does(sidecar):
+    fake, addr = sidecar()
+    with Client(addr) as c:
+        assert c.require_leader(2.5) == 5
+        assert c.require_leader() == 5
+        c.leadership()
+        c.is_leader()
+        stop = threading.Event()
+        next(c.watch(stop))
+        stop.set()
+        fake.journal.wait_for(f"watch {c.client_id}")
+    assert REQUIRE_LEADER_SLACK == 1.0
+    assert fake.bounds == [3_500_000_000, 1_000_000_000, None, None, None]
+
+
+def test_async_require_leader_asks_for_min_validity_plus_the_slack(sidecar):
+    fake, addr = sidecar()
+
+    async def scenario():
+        async with AsyncClient(addr) as c:
+            assert await c.require_leader(0.25) == 5
+            await c.leadership()
+            await c.is_leader()
+
+    asyncio.run(scenario())
+    assert fake.bounds == [1_250_000_000, None, None]
 
 
 def test_acknowledgements_name_the_latest_deadline_this_client_received(sidecar):
@@ -375,6 +411,7 @@ class FakeHttpSidecar(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         url = urllib.parse.urlparse(self.path)
         q = urllib.parse.parse_qs(url.query)
+        self.bounds.append(q.get("max_valid_for", [None])[0])
         self.journal.add(f"get {q.get('client_id', [''])[0]}")
         if self.step_down.is_set():
             self.journal.add("stepping down")
@@ -398,12 +435,33 @@ class FakeHttpSidecar(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_http_run_while_leader_sends_the_client_id_and_acknowledges():
-    journal = Journal()
-    handler = type("Handler", (FakeHttpSidecar,),
-                   {"journal": journal, "step_down": threading.Event(), "given": [], "acked": []})
+def serve_http(journal):
+    """Starts a FakeHttpSidecar; returns (its handler class, the server)."""
+    handler = type("Handler", (FakeHttpSidecar,), {
+        "journal": journal, "step_down": threading.Event(), "given": [], "acked": [],
+        "bounds": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     run_in_thread(server.serve_forever)
+    return handler, server
+
+
+def test_http_require_leader_asks_for_min_validity_plus_the_slack_and_nothing_else_does():
+    handler, server = serve_http(Journal())
+    try:
+        c = HttpClient(f"127.0.0.1:{server.server_port}")
+        assert c.require_leader(0.5) == 5
+        assert c.require_leader(0.0000001) == 5  # rounded up to the millisecond
+        c.leadership()
+        c.is_leader()
+        assert handler.bounds == ["1500ms", "1001ms", None, None]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_http_run_while_leader_sends_the_client_id_and_acknowledges():
+    journal = Journal()
+    handler, server = serve_http(journal)
     try:
         c = HttpClient(f"127.0.0.1:{server.server_port}", client_id="http-1")
         assert c.leadership().fencing_revision == 4711

@@ -35,6 +35,21 @@ pub const DEFAULT_MIN_BACKOFF: Duration = Duration::from_millis(100);
 /// Default of the longest delay of [`ClientBuilder::reconnect_backoff`].
 pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(2);
 
+/// What [`Client::require_leader`] asks the sidecar for beyond
+/// `min_validity`: a promise of at most `min_validity +
+/// REQUIRE_LEADER_SLACK` (`max_valid_for`). The slack covers the round trip,
+/// so that what is left when the client checks is still at least
+/// `min_validity`. The caller learns only "at least `min_validity` left" and
+/// the fencing values, so a longer promise is of no use to it and would only
+/// delay a handover when the application does not acknowledge.
+pub const REQUIRE_LEADER_SLACK: Duration = Duration::from_secs(1);
+
+/// The promise [`Client::require_leader`]`(min_validity)` asks the sidecar
+/// for: `min_validity` plus [`REQUIRE_LEADER_SLACK`].
+pub fn require_leader_bound(min_validity: Duration) -> Duration {
+    min_validity.saturating_add(REQUIRE_LEADER_SLACK)
+}
+
 /// Names a Lease: the one a client expects its sidecar to serve, or the one
 /// a sidecar serves.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -249,12 +264,20 @@ impl Client {
     /// [`Error::WrongLease`] when the sidecar serves another Lease than the
     /// expected one.
     pub async fn leadership(&self) -> Result<Leadership, Error> {
+        // The whole promise: this client names itself and acknowledges.
+        self.ask(None).await
+    }
+
+    /// [`leadership`](Self::leadership), asking for a promise of at most
+    /// `max_valid_for` (`None`: the whole promise).
+    async fn ask(&self, max_valid_for: Option<Duration>) -> Result<Leadership, Error> {
         let since = boottime();
         let mut api = self.api();
-        // The whole promise: this client names itself and acknowledges.
         let request = GetLeadershipRequest {
             client_id: self.opts.client_id.clone(),
-            max_valid_for: None,
+            // An out-of-range bound (centuries) asks for none: no answer could
+            // pass such a minimum anyway.
+            max_valid_for: max_valid_for.and_then(|d| prost_types::Duration::try_from(d).ok()),
         };
         let m = self.call(api.get_leadership(request)).await?;
         let l = Leadership::from_proto(m, since);
@@ -278,8 +301,14 @@ impl Client {
     /// Ask for as much validity as the write needs, and have the store check
     /// the token (see [`Fence`](crate::Fence)): a write already on its way
     /// when leadership ends can only be stopped there.
+    ///
+    /// It asks the sidecar for a promise of at most `min_validity +`
+    /// [`REQUIRE_LEADER_SLACK`], so an application that never acknowledges
+    /// holds up a handover by at most that much.
     pub async fn require_leader(&self, min_validity: Duration) -> Result<Fencing, Error> {
-        self.leadership().await?.require(min_validity)
+        self.ask(Some(require_leader_bound(min_validity)))
+            .await?
+            .require(min_validity)
     }
 
     /// Blocks until this pod leads and returns that state, through sidecar
@@ -484,7 +513,148 @@ fn random_client_id() -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::pin::Pin;
+
+    use futures_core::Stream;
+    use tonic::{Request, Response};
+
     use super::*;
+    use crate::v1::leader_election_server::{LeaderElection, LeaderElectionServer};
+    use crate::v1::{
+        AcknowledgeStepDownResponse, ResignResponse, WatchLeadershipRequest,
+        WatchLeadershipResponse,
+    };
+
+    /// A sidecar that leads for ten seconds in every answer and records the
+    /// `max_valid_for` each question asked for.
+    #[derive(Clone, Default)]
+    struct FakeSidecar {
+        asked: Arc<Mutex<Vec<Option<Duration>>>>,
+    }
+
+    impl FakeSidecar {
+        fn record(&self, bound: Option<prost_types::Duration>) {
+            let bound = bound.map(|d| Duration::try_from(d).expect("a positive bound"));
+            self.asked.lock().unwrap().push(bound);
+        }
+
+        fn asked(&self) -> Vec<Option<Duration>> {
+            self.asked.lock().unwrap().clone()
+        }
+
+        fn leader() -> crate::v1::Leadership {
+            let valid_for = Duration::from_secs(10);
+            crate::v1::Leadership {
+                is_leader: true,
+                identity: "me".into(),
+                holder_identity: "me".into(),
+                fencing_token: 5,
+                observed: true,
+                valid_for: prost_types::Duration::try_from(valid_for).ok(),
+                valid_until_boottime: prost_types::Duration::try_from(boottime() + valid_for).ok(),
+                ..Default::default()
+            }
+        }
+    }
+
+    type Messages = Pin<Box<dyn Stream<Item = Result<WatchLeadershipResponse, Status>> + Send>>;
+
+    #[tonic::async_trait]
+    impl LeaderElection for FakeSidecar {
+        async fn get_leadership(
+            &self,
+            request: Request<GetLeadershipRequest>,
+        ) -> Result<Response<crate::v1::Leadership>, Status> {
+            self.record(request.into_inner().max_valid_for);
+            Ok(Response::new(Self::leader()))
+        }
+
+        type WatchLeadershipStream = Messages;
+
+        async fn watch_leadership(
+            &self,
+            request: Request<WatchLeadershipRequest>,
+        ) -> Result<Response<Messages>, Status> {
+            self.record(request.into_inner().max_valid_for);
+            let first = WatchLeadershipResponse {
+                leadership: Some(Self::leader()),
+                ..Default::default()
+            };
+            let stream = futures_util::stream::once(async { Ok(first) });
+            Ok(Response::new(Box::pin(futures_util::StreamExt::chain(
+                stream,
+                futures_util::stream::pending(),
+            ))))
+        }
+
+        async fn resign(
+            &self,
+            _: Request<ResignRequest>,
+        ) -> Result<Response<ResignResponse>, Status> {
+            Err(Status::unimplemented("not in this fake"))
+        }
+
+        async fn acknowledge_step_down(
+            &self,
+            _: Request<AcknowledgeStepDownRequest>,
+        ) -> Result<Response<AcknowledgeStepDownResponse>, Status> {
+            Err(Status::unimplemented("not in this fake"))
+        }
+    }
+
+    /// Serves `fake` on a free loopback port; returns its address.
+    async fn serve(fake: FakeSidecar) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let incoming = tonic::transport::server::TcpIncoming::from(listener);
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .serve_with_incoming(LeaderElectionServer::new(fake), incoming),
+        );
+        addr
+    }
+
+    #[tokio::test]
+    async fn require_leader_asks_for_min_validity_plus_the_slack_and_nothing_else_does() {
+        let fake = FakeSidecar::default();
+        let client = Client::builder()
+            .addr(serve(fake.clone()).await)
+            .build()
+            .unwrap();
+        let token = |f: Fencing| f.token;
+        assert_eq!(
+            client
+                .require_leader(Duration::from_millis(2500))
+                .await
+                .map(token)
+                .unwrap(),
+            5
+        );
+        assert_eq!(
+            client
+                .require_leader(Duration::ZERO)
+                .await
+                .map(token)
+                .unwrap(),
+            5
+        );
+        assert!(client.leadership().await.unwrap().is_leader);
+        assert!(client.is_leader().await.unwrap());
+        let mut watch = client.watch();
+        assert!(watch.next().await.unwrap().unwrap().is_leader);
+        assert_eq!(REQUIRE_LEADER_SLACK, Duration::from_secs(1));
+        assert_eq!(
+            fake.asked(),
+            [
+                Some(Duration::from_millis(3500)),
+                Some(Duration::from_secs(1)),
+                None,
+                None,
+                None
+            ],
+            "require_leader(2.5 s), require_leader(0), leadership, is_leader, watch"
+        );
+    }
 
     #[test]
     fn normalizes_addresses() {

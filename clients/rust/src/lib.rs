@@ -68,9 +68,9 @@ pub mod v1 {
 }
 
 pub use client::{
-    resolve_addr, Client, ClientBuilder, LeaseRef, DEFAULT_CALL_TIMEOUT, DEFAULT_GRPC_ADDR,
-    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF, ENV_GRPC_ADDR,
-    ENV_LEASE_NAME, ENV_LEASE_NAMESPACE,
+    require_leader_bound, resolve_addr, Client, ClientBuilder, LeaseRef, DEFAULT_CALL_TIMEOUT,
+    DEFAULT_GRPC_ADDR, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_MAX_BACKOFF, DEFAULT_MIN_BACKOFF,
+    ENV_GRPC_ADDR, ENV_LEASE_NAME, ENV_LEASE_NAMESPACE, REQUIRE_LEADER_SLACK,
 };
 pub use clock::boottime;
 pub use error::{Error, NotLeader};

@@ -152,6 +152,14 @@ fn require_leader() {
     let failures = cases(&v)
         .iter()
         .filter_map(|c| {
+            let bound = baton_client::require_leader_bound(ms(&c["minValidityMs"]));
+            if bound != ms(&c["requestMaxValidForMs"]) {
+                return Some(format!(
+                    "{}: asks for max_valid_for {bound:?}, expected {}ms",
+                    name(c),
+                    c["requestMaxValidForMs"]
+                ));
+            }
             let l = from_json_case(c).unwrap_or_else(|e| panic!("{}: {e}", name(c)));
             let got = l.require_at(ms(&c["minValidityMs"]), ms(&c["nowMs"]));
             let expect = &c["expect"];

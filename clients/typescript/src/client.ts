@@ -19,6 +19,7 @@ import {
 import { BatonError, SidecarUnavailableError } from "./errors.js";
 import { descriptor } from "./gen/descriptor.js";
 import type { AcknowledgeStepDownResponse__Output } from "./gen/baton/v1/AcknowledgeStepDownResponse.js";
+import type { GetLeadershipRequest } from "./gen/baton/v1/GetLeadershipRequest.js";
 import type { LeaderElectionClient } from "./gen/baton/v1/LeaderElection.js";
 import type { Leadership__Output } from "./gen/baton/v1/Leadership.js";
 import type { ResignResponse__Output } from "./gen/baton/v1/ResignResponse.js";
@@ -141,11 +142,14 @@ export class Client extends Elector {
     });
   }
 
-  protected async fetchLeadership(signal: AbortSignal | undefined): Promise<Leadership> {
+  protected async fetchLeadership(signal: AbortSignal | undefined, maxValidForMs?: number): Promise<Leadership> {
+    const request: GetLeadershipRequest = { clientId: this.clientId };
+    if (maxValidForMs !== undefined) {
+      const ns = BigInt(Math.round(maxValidForMs * 1e6));
+      request.maxValidFor = { seconds: String(ns / 1_000_000_000n), nanos: Number(ns % 1_000_000_000n) };
+    }
     const sent = boottimeMs();
-    const m = await this.unary<Leadership__Output>(signal, (o, cb) =>
-      this.stub.GetLeadership({ clientId: this.clientId }, o, cb),
-    );
+    const m = await this.unary<Leadership__Output>(signal, (o, cb) => this.stub.GetLeadership(request, o, cb));
     return leadershipFromProto(m, sent);
   }
 

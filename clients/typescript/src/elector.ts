@@ -52,6 +52,21 @@ export const DEFAULT_MIN_BACKOFF_MS = 100;
 export const DEFAULT_MAX_BACKOFF_MS = 2000;
 
 /**
+ * What requireLeader asks the sidecar for beyond minValidityMs: a promise of
+ * at most minValidityMs + REQUIRE_LEADER_SLACK_MS (max_valid_for). The slack
+ * covers the round trip, so that what is left when the client checks is
+ * still at least minValidityMs. The caller learns only "at least
+ * minValidityMs left" and the token, so a longer promise is of no use to it
+ * and would only delay a handover when the application does not acknowledge.
+ */
+export const REQUIRE_LEADER_SLACK_MS = 1000;
+
+/** The promise requireLeader(minValidityMs) asks the sidecar for (ms). */
+export function requireLeaderBoundMs(minValidityMs: number): number {
+  return Math.max(minValidityMs, 0) + REQUIRE_LEADER_SLACK_MS;
+}
+
+/**
  * How long a watch sleeps on Node's timers (which, like CLOCK_MONOTONIC,
  * stop during a suspend) before it compares a guarantee with CLOCK_BOOTTIME
  * again.
@@ -142,8 +157,15 @@ export abstract class Elector {
     this.expectLease = o.expectLease;
   }
 
-  /** One answer, converted (validity counted from when the request was sent if the sidecar gives no deadline). */
-  protected abstract fetchLeadership(signal: AbortSignal | undefined): Promise<Leadership>;
+  /**
+   * One answer, converted (validity counted from when the request was sent
+   * if the sidecar gives no deadline), promising at most `maxValidForMs`
+   * (undefined: the whole promise).
+   */
+  protected abstract fetchLeadership(
+    signal: AbortSignal | undefined,
+    maxValidForMs?: number | undefined,
+  ): Promise<Leadership>;
   /** Opens one watch stream; it ends when `signal` aborts. */
   protected abstract openStream(signal: AbortSignal): RawStream;
   /** How long a stream may stay silent before it is taken as stuck and reopened (ms). */
@@ -230,9 +252,14 @@ export abstract class Elector {
    * of guaranteed leadership left (counted from when the sidecar produced
    * the answer): its fencingToken and fencingRevision tag the write.
    * Otherwise rejects with NotLeaderError, or SidecarUnavailableError.
+   *
+   * It asks the sidecar for a promise of at most `minValidityMs` +
+   * REQUIRE_LEADER_SLACK_MS, so an application that never acknowledges
+   * holds up a handover by at most that much.
    */
   async requireLeadership(minValidityMs = 0, options: CallOptions = {}): Promise<Leadership> {
-    return checkLeader(await this.leadership(options), minValidityMs);
+    const l = await this.fetchLeadership(options.signal, requireLeaderBoundMs(minValidityMs));
+    return checkLeader(this.checkLease(l), minValidityMs);
   }
 
   /** The fencing token to tag a write with, as requireLeadership decides. */

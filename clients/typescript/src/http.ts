@@ -126,9 +126,11 @@ export class HttpClient extends Elector {
     }
   }
 
-  protected async fetchLeadership(signal: AbortSignal | undefined): Promise<Leadership> {
+  protected async fetchLeadership(signal: AbortSignal | undefined, maxValidForMs?: number): Promise<Leadership> {
+    const query: Record<string, string> = { client_id: this.clientId };
+    if (maxValidForMs !== undefined) query.max_valid_for = `${Math.ceil(maxValidForMs)}ms`; // never less than asked
     const sent = boottimeMs();
-    return leadershipFromJson(await this.request("GET", "/leader", { client_id: this.clientId }, signal), sent);
+    return leadershipFromJson(await this.request("GET", "/leader", query, signal), sent);
   }
 
   /** POST /resign: steps down now and releases the Lease; resolves to whether this pod was leader. */

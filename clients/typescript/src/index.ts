@@ -14,6 +14,7 @@ export {
   Elector,
   type ElectorOptions,
   type LeaderWork,
+  REQUIRE_LEADER_SLACK_MS,
   StreamStalledError,
 } from "./elector.js";
 export {

@@ -1,6 +1,7 @@
 // The gRPC Client against a local gRPC server that answers with raw bytes:
 // a corrupt answer fails the call (it never becomes a leader), a sound one
-// is converted, and the client id travels with the question.
+// is converted, and the client id (and requireLeader's bound) travels with
+// the question.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -8,7 +9,9 @@ import { after, before, test } from "node:test";
 import * as grpc from "@grpc/grpc-js";
 
 import { Client, packageDefinition } from "../src/client.js";
+import { REQUIRE_LEADER_SLACK_MS } from "../src/elector.js";
 import { BatonError, SidecarUnavailableError } from "../src/errors.js";
+import type { GetLeadershipRequest__Output } from "../src/gen/baton/v1/GetLeadershipRequest.js";
 
 const raw = (b: Buffer) => b;
 let answer: Buffer = Buffer.alloc(0);
@@ -60,6 +63,30 @@ test("a leader answer is converted, and the question names the client", async ()
     assert.ok(l.remainingMs() > 1000 && l.remainingMs() <= 1500);
     const req = service.GetLeadership!.requestDeserialize(lastRequest) as { clientId: string };
     assert.equal(req.clientId, "app-7");
+  } finally {
+    c.close();
+  }
+});
+
+test("requireLeader asks for minValidityMs plus the slack; leadership asks for no bound", async () => {
+  answer = service.GetLeadership!.responseSerialize({
+    isLeader: true,
+    fencingToken: 7,
+    validFor: { seconds: 10, nanos: 0 },
+  });
+  const c = new Client({ addr });
+  const asked = () =>
+    (service.GetLeadership!.requestDeserialize(lastRequest) as GetLeadershipRequest__Output).maxValidFor;
+  try {
+    assert.equal(await c.requireLeader(2500), 7);
+    assert.deepEqual(asked(), { seconds: "3", nanos: 500_000_000 });
+    assert.equal((await c.requireLeadership()).fencingToken, 7);
+    assert.deepEqual(asked(), { seconds: "1", nanos: 0 });
+    assert.equal(REQUIRE_LEADER_SLACK_MS, 1000);
+    await c.leadership();
+    assert.equal(asked(), null);
+    await c.isLeader();
+    assert.equal(asked(), null);
   } finally {
     c.close();
   }

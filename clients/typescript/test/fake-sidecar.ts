@@ -46,6 +46,9 @@ export class FakeSidecar {
   readonly ackDeadlines: (string | null)[] = [];
   readonly watchClientIds: string[] = [];
   readonly watchHeartbeats: string[] = [];
+  /** The max_valid_for of each GET /leader and each GET /leader/watch, as sent (null: none). */
+  readonly leaderBounds: (string | null)[] = [];
+  readonly watchBounds: (string | null)[] = [];
   /** If set, GET /leader answers leader with this fresh validity (ms), as a sidecar that keeps renewing does. */
   confirmLeaderMs: number | undefined;
   leaderGets = 0;
@@ -97,6 +100,7 @@ export class FakeSidecar {
     const clientId = url.searchParams.get("client_id") ?? "";
     if (req.method === "GET" && url.pathname === "/leader") {
       this.leaderGets++;
+      this.leaderBounds.push(url.searchParams.get("max_valid_for"));
       if (this.confirmLeaderMs !== undefined) {
         this.state = leadershipJson({
           isLeader: true,
@@ -108,6 +112,7 @@ export class FakeSidecar {
     } else if (req.method === "GET" && url.pathname === "/leader/watch") {
       this.watchClientIds.push(clientId);
       this.watchHeartbeats.push(url.searchParams.get("heartbeat") ?? "");
+      this.watchBounds.push(url.searchParams.get("max_valid_for"));
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
       res.write(event(this.state));
       this.streams.add(res);

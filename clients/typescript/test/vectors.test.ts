@@ -28,6 +28,7 @@ import {
   RevisionFence,
   TOKEN_HEADER,
 } from "../src/fence.js";
+import { requireLeaderBoundMs } from "../src/elector.js";
 import { HttpClient } from "../src/http.js";
 import { checkLeader, type Leadership, leadershipFromJson, leadershipFromProto } from "../src/leadership.js";
 import type { Leadership__Output } from "../src/gen/baton/v1/Leadership.js";
@@ -128,10 +129,12 @@ test("require-leader", async (t) => {
       sinceMs: number;
       nowMs: number;
       minValidityMs: number;
+      requestMaxValidForMs: number;
       expect: { token: number; revision: string } | { notLeader: true };
     }[];
   }>("require_leader.json");
   await eachCase(t, "require-leader", cases, (c) => {
+    assert.equal(Math.trunc(requireLeaderBoundMs(c.minValidityMs)), c.requestMaxValidForMs, "max_valid_for");
     const l = leadershipFromJson(c.text, c.sinceMs, true);
     if ("notLeader" in c.expect) {
       assert.throws(() => checkLeader(l, c.minValidityMs, c.nowMs), NotLeaderError);

@@ -1,7 +1,8 @@
 // The watch, waitUntilLeader and runWhileLeader that both clients share,
 // driven through HttpClient's GET /leader/watch by a fake sidecar: what is
 // news, a guarantee running out without news, a silent or broken stream,
-// a sidecar of another Lease, cancellation, and the step-down handshake.
+// a sidecar of another Lease, cancellation, and the step-down handshake;
+// and the promise each question asks GET /leader for.
 
 import assert from "node:assert/strict";
 import { afterEach, beforeEach, test } from "node:test";
@@ -90,6 +91,24 @@ test("watch turns a leader into a follower when its guarantee runs out without n
   assert.equal(expired.fencingToken, l.fencingToken);
   assert.ok(l.remainingMs() === 0);
   await w.return();
+});
+
+test("requireLeader asks GET /leader for minValidityMs plus the slack; leadership and the watch ask for no bound", async () => {
+  sidecar.state = leadershipJson({ isLeader: true, token: 5, validForMs: 10_000 });
+  const c = client();
+  try {
+    assert.equal(await c.requireLeader(2500), 5);
+    assert.equal((await c.requireLeadership(0.25)).fencingToken, 5); // rounded up to the millisecond
+    await c.leadership();
+    await c.isLeader();
+    const w = c.watch();
+    assert.ok((await next(w)).isLeader);
+    await w.return();
+    assert.deepEqual(sidecar.leaderBounds, ["3500ms", "1001ms", null, null]);
+    assert.deepEqual(sidecar.watchBounds, [null]);
+  } finally {
+    c.close();
+  }
 });
 
 test("watch keeps a leader one while GET /leader confirms it, the event stream's heartbeats carrying no state", async () => {

@@ -25,14 +25,14 @@ from .errors import (BatonError, NotLeaderError, SidecarUnavailableError, StaleT
 from .fence import (REVISION_HEADER, TOKEN_HEADER, Fence, revision_from_headers,
                     revision_headers, token_from_headers, token_headers)
 from .http import HttpClient
-from .leadership import Leadership, boottime
+from .leadership import REQUIRE_LEADER_SLACK, Leadership, boottime
 
 __all__ = [
     "AsyncClient", "BatonError", "Client", "DEFAULT_GRPC_ADDR", "DEFAULT_HTTP_ADDR",
     "ENV_GRPC_ADDR", "ENV_HTTP_ADDR", "ENV_LEASE_NAME", "ENV_LEASE_NAMESPACE", "Fence",
-    "HttpClient", "Leadership", "NotLeaderError", "REVISION_HEADER", "SidecarUnavailableError",
-    "StaleTokenError", "TOKEN_HEADER", "WrongLeaseError", "boottime", "revision_from_headers",
-    "revision_headers", "token_from_headers", "token_headers",
+    "HttpClient", "Leadership", "NotLeaderError", "REQUIRE_LEADER_SLACK", "REVISION_HEADER",
+    "SidecarUnavailableError", "StaleTokenError", "TOKEN_HEADER", "WrongLeaseError", "boottime",
+    "revision_from_headers", "revision_headers", "token_from_headers", "token_headers",
 ]
 
 

@@ -1,7 +1,9 @@
-"""What the sync and asyncio gRPC clients share: channel options and error
-translation."""
+"""What the sync and asyncio gRPC clients share: channel options, requests
+and error translation."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 import grpc
 from google.protobuf import duration_pb2
@@ -35,6 +37,16 @@ def translate(addr: str, err: grpc.RpcError) -> BatonError:
     if code is None:
         return BatonError(f"{addr}: {err}")
     return BatonError(f"{addr}: {code.name}: {err.details()}")
+
+
+def leadership_request(client_id: str,
+                       max_valid_for_ns: Optional[int] = None) -> pb.GetLeadershipRequest:
+    """A GetLeadership request from ``client_id`` asking for a promise of at
+    most ``max_valid_for_ns`` (None: the whole promise)."""
+    req = pb.GetLeadershipRequest(client_id=client_id)
+    if max_valid_for_ns is not None:
+        req.max_valid_for.FromNanoseconds(max_valid_for_ns)
+    return req
 
 
 def watch_request(heartbeat_interval: float, client_id: str) -> pb.WatchLeadershipRequest:

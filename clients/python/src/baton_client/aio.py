@@ -10,12 +10,13 @@ import grpc
 from google.protobuf import duration_pb2
 
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
-from ._grpc_common import channel_options, translate, watch_request
+from ._grpc_common import channel_options, leadership_request, translate, watch_request
 from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError
 from ._leader_work import leading, same_term
 from .leadership import (Backoff, HeardDeadlines, Leadership, StreamStalled, WatchTracker,
-                         boottime, check_leader, client_id_or_random, from_proto)
+                         boottime, check_leader, client_id_or_random, from_proto,
+                         require_leader_bound_ns)
 from .v1 import leader_election_pb2 as pb
 from .v1 import leader_election_pb2_grpc as pb_grpc
 
@@ -57,10 +58,17 @@ class AsyncClient:
         """The current state. Raises SidecarUnavailableError if no sidecar
         answers within ``timeout`` (default: call_timeout), WrongLeaseError if
         it serves another Lease than the expected one."""
+        return await self._leadership(timeout)
+
+    async def _leadership(self, timeout: Optional[float],
+                          max_valid_for_ns: Optional[int] = None) -> Leadership:
+        """leadership(), asking for a promise of at most ``max_valid_for_ns``
+        (None: the whole promise)."""
         sent = boottime()
         try:
-            msg = await self._stub.GetLeadership(pb.GetLeadershipRequest(client_id=self.client_id),
-                                                 timeout=timeout or self.call_timeout)
+            msg = await self._stub.GetLeadership(
+                leadership_request(self.client_id, max_valid_for_ns),
+                timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
         return self._heard.note(check_lease(from_proto(msg, sent), self.lease, self.addr))
@@ -72,8 +80,10 @@ class AsyncClient:
     async def require_leader(self, min_validity: float = 0.0,
                              timeout: Optional[float] = None) -> int:
         """The fencing token, if this pod leads with at least
-        ``min_validity`` seconds left (see Client.require_leader)."""
-        return check_leader(await self.leadership(timeout), min_validity)
+        ``min_validity`` seconds left; asks for a promise of at most
+        ``min_validity`` + REQUIRE_LEADER_SLACK (see Client.require_leader)."""
+        return check_leader(
+            await self._leadership(timeout, require_leader_bound_ns(min_validity)), min_validity)
 
     async def resign(self) -> bool:
         """Steps down now and releases the Lease (see Client.resign)."""

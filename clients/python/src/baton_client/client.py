@@ -12,12 +12,12 @@ from google.protobuf import duration_pb2
 
 from . import _leader_work
 from ._address import DEFAULT_GRPC_ADDR, ENV_GRPC_ADDR, resolve
-from ._grpc_common import channel_options, translate, watch_request
+from ._grpc_common import channel_options, leadership_request, translate, watch_request
 from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError
 from .leadership import (Backoff, HeardDeadlines, Leadership, StreamStalled, WatchTracker,
                          boottime, check_leader, client_id_or_random, from_proto,
-                         sleep_unless_stopped, wait_for_leader)
+                         require_leader_bound_ns, sleep_unless_stopped, wait_for_leader)
 from .v1 import leader_election_pb2 as pb
 from .v1 import leader_election_pb2_grpc as pb_grpc
 
@@ -82,9 +82,15 @@ class Client:
         """The current state. Raises SidecarUnavailableError if no sidecar
         answers within ``timeout`` (default: call_timeout), WrongLeaseError if
         it serves another Lease than the expected one."""
+        return self._leadership(timeout)
+
+    def _leadership(self, timeout: Optional[float],
+                    max_valid_for_ns: Optional[int] = None) -> Leadership:
+        """leadership(), asking for a promise of at most ``max_valid_for_ns``
+        (None: the whole promise)."""
         sent = boottime()
         try:
-            msg = self._stub.GetLeadership(pb.GetLeadershipRequest(client_id=self.client_id),
+            msg = self._stub.GetLeadership(leadership_request(self.client_id, max_valid_for_ns),
                                            timeout=timeout or self.call_timeout)
         except grpc.RpcError as e:
             raise translate(self.addr, e) from e
@@ -99,8 +105,13 @@ class Client:
         """The fencing token to tag a write with, if this pod leads with at
         least ``min_validity`` seconds of guaranteed leadership left (counted
         from when the sidecar answered). Raises NotLeaderError or
-        SidecarUnavailableError."""
-        return check_leader(self.leadership(timeout), min_validity)
+        SidecarUnavailableError.
+
+        It asks the sidecar for a promise of at most ``min_validity`` +
+        REQUIRE_LEADER_SLACK (1 s), so an application that never
+        acknowledges holds up a handover by at most that much."""
+        return check_leader(
+            self._leadership(timeout, require_leader_bound_ns(min_validity)), min_validity)
 
     def resign(self) -> bool:
         """Steps down now and releases the Lease so another pod takes over at

@@ -18,7 +18,7 @@ from ._lease import check_lease, expected_lease
 from .errors import BatonError, SidecarUnavailableError, WrongLeaseError
 from .leadership import (Backoff, HeardDeadlines, Leadership, WatchTracker, boottime,
                          check_leader, client_id_or_random, format_duration_ns, parse_json,
-                         sleep_unless_stopped, wait_for_leader)
+                         require_leader_bound_ns, sleep_unless_stopped, wait_for_leader)
 
 
 def status_error(addr: str, request: str, status: int, reason: str) -> BatonError:
@@ -81,7 +81,15 @@ class HttpClient:
         """The current state (GET /leader). Raises SidecarUnavailableError if
         no sidecar answers, WrongLeaseError if it serves another Lease than
         the expected one, BatonError for a malformed answer."""
-        body, sent = self._request("GET", "/leader", client_id=self.client_id)
+        return self._leadership()
+
+    def _leadership(self, max_valid_for_ns: Optional[int] = None) -> Leadership:
+        """leadership(), asking for a promise of at most ``max_valid_for_ns``
+        (None: the whole promise), sent in whole milliseconds rounded up."""
+        query = {"client_id": self.client_id}
+        if max_valid_for_ns is not None:
+            query["max_valid_for"] = f"{-(-max_valid_for_ns // 10**6)}ms"
+        body, sent = self._request("GET", "/leader", **query)
         return self._heard.note(check_lease(parse_json(body, sent), self.lease, self.addr))
 
     def is_leader(self) -> bool:
@@ -92,8 +100,11 @@ class HttpClient:
     def require_leader(self, min_validity: float = 0.0) -> int:
         """The fencing token to tag a write with, if this pod leads with at
         least ``min_validity`` seconds left (counted from when the sidecar
-        answered). Raises NotLeaderError or SidecarUnavailableError."""
-        return check_leader(self.leadership(), min_validity)
+        answered). Raises NotLeaderError or SidecarUnavailableError.
+
+        It asks for a promise of at most ``min_validity`` +
+        REQUIRE_LEADER_SLACK (``?max_valid_for=``), as Client.require_leader."""
+        return check_leader(self._leadership(require_leader_bound_ns(min_validity)), min_validity)
 
     def resign(self) -> bool:
         """Steps down now and releases the Lease (POST /resign). Returns

@@ -35,6 +35,15 @@ else:  # not Linux: no CLOCK_BOOTTIME, so the sidecar's deadlines are not used
 #: guarantee with boottime() again.
 CLOCK_RECHECK = 0.1
 
+#: What require_leader asks the sidecar for beyond ``min_validity``, in
+#: seconds: a promise of at most ``min_validity + REQUIRE_LEADER_SLACK``
+#: (``max_valid_for``). The slack covers the round trip, so that what is left
+#: when the client checks is still at least ``min_validity``. The caller
+#: learns only "at least min_validity left" and the token, so a longer
+#: promise is of no use to it and would only delay a handover when the
+#: application does not acknowledge.
+REQUIRE_LEADER_SLACK = 1.0
+
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -317,6 +326,13 @@ class HeardDeadlines:
         nanoseconds; 0 if none."""
         with self._lock:
             return self._deadline_ns if self._term[1] == fencing_token else 0
+
+
+def require_leader_bound_ns(min_validity: float) -> int:
+    """The promise ``require_leader(min_validity)`` asks the sidecar for, in
+    nanoseconds: ``min_validity`` (none if negative) plus
+    REQUIRE_LEADER_SLACK."""
+    return round(max(min_validity, 0.0) * 1e9) + round(REQUIRE_LEADER_SLACK * 1e9)
 
 
 def check_leader(lead: Leadership, min_validity: float, now: Optional[float] = None) -> int:

@@ -174,6 +174,14 @@ absl::StatusOr<std::string> ResolveGrpcAddr(absl::string_view explicit_addr);
 // with BootClock again.
 inline constexpr absl::Duration kClockRecheck = absl::Milliseconds(100);
 
+// What RequireLeader asks the sidecar for beyond `min_validity`: a promise of
+// at most min_validity + kRequireLeaderSlack (max_valid_for). The slack covers
+// the round trip, so that what is left when the client checks is still at
+// least min_validity. The caller learns only "at least min_validity left" and
+// the token, so a longer promise is of no use to it and would only delay a
+// handover when the application does not acknowledge.
+inline constexpr absl::Duration kRequireLeaderSlack = absl::Seconds(1);
+
 // Converts a GET /leader body (the proto3 JSON of baton.v1.Leadership), for
 // applications that read the sidecar's HTTP API themselves. Its validity
 // counts from now if the sidecar sent no deadline of its own. Unknown fields
@@ -271,7 +279,9 @@ class Client {
   // The fencing token to tag a write with, if this pod leads with at least
   // `min_validity` of guaranteed leadership left (counted from when the
   // sidecar answered). kFailedPrecondition (IsNotLeader) otherwise, with the
-  // reason; kUnavailable when no sidecar answers.
+  // reason; kUnavailable when no sidecar answers. It asks the sidecar for a
+  // promise of at most min_validity + kRequireLeaderSlack, so an application
+  // that never acknowledges holds up a handover by at most that much.
   absl::StatusOr<int32_t> RequireLeader(absl::Duration min_validity) const;
 
   // Steps down now and releases the Lease so another pod takes over at once.

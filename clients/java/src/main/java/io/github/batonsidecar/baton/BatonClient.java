@@ -72,6 +72,15 @@ public final class BatonClient implements AutoCloseable {
   public static final Duration DEFAULT_MIN_BACKOFF = Duration.ofMillis(100);
 
   public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(2);
+  /**
+   * What {@link #requireLeader} asks the sidecar for beyond {@code minValidity}: a promise of at
+   * most {@code minValidity + REQUIRE_LEADER_SLACK} ({@code max_valid_for}). The slack covers the
+   * round trip, so that what is left when the client checks is still at least {@code
+   * minValidity}. The caller learns only "at least {@code minValidity} left" and the token, so a
+   * longer promise is of no use to it and would only delay a handover when the application does
+   * not acknowledge.
+   */
+  public static final Duration REQUIRE_LEADER_SLACK = Duration.ofSeconds(1);
 
   private static final Pattern CLIENT_ID = Pattern.compile("[A-Za-z0-9._-]{1,64}");
 
@@ -156,9 +165,13 @@ public final class BatonClient implements AutoCloseable {
 
   /** {@link #leadership()}, as a future; cancelling it cancels the call. */
   public CompletableFuture<Leadership> leadershipAsync() {
+    return leadershipAsync(GetLeadershipRequest.newBuilder().setClientId(clientId).build());
+  }
+
+  /** {@link #leadershipAsync()} with {@code request}. */
+  private CompletableFuture<Leadership> leadershipAsync(GetLeadershipRequest request) {
     Duration sent = Boottime.floor();
-    return then(unary(LeaderElectionGrpc.getGetLeadershipMethod(),
-        GetLeadershipRequest.newBuilder().setClientId(clientId).build()),
+    return then(unary(LeaderElectionGrpc.getGetLeadershipMethod(), request),
         m -> heard.note(checkLease(Leadership.fromProto(m, sent))));
   }
 
@@ -182,6 +195,10 @@ public final class BatonClient implements AutoCloseable {
    * (and more than zero) of guaranteed leadership left (counted from when the sidecar answered). Ask right before each
    * write, with {@code minValidity} the time the write needs, and send the token with it.
    *
+   * <p>It asks the sidecar for a promise of at most {@code minValidity +} {@link
+   * #REQUIRE_LEADER_SLACK}, so an application that never acknowledges holds up a handover by at
+   * most that much.
+   *
    * @throws NotLeaderException when this pod does not lead, or not for long enough
    * @throws SidecarUnavailableException when no sidecar answers
    * @throws BatonException as {@link #leadership()}
@@ -193,8 +210,21 @@ public final class BatonClient implements AutoCloseable {
   /** {@link #requireLeader}, as a future. */
   public CompletableFuture<Integer> requireLeaderAsync(Duration minValidity) {
     Objects.requireNonNull(minValidity);
-    return then(leadershipAsync(),
+    Duration bound = requireLeaderBound(minValidity);
+    GetLeadershipRequest request = GetLeadershipRequest.newBuilder().setClientId(clientId)
+        .setMaxValidFor(com.google.protobuf.Duration.newBuilder()
+            .setSeconds(bound.getSeconds()).setNanos(bound.getNano()))
+        .build();
+    return then(leadershipAsync(request),
         l -> requireValidity(l, minValidity, Boottime.ceiling()).fencingToken());
+  }
+
+  /**
+   * The promise {@link #requireLeader}{@code (minValidity)} asks the sidecar for: {@code
+   * minValidity} (none if negative) plus {@link #REQUIRE_LEADER_SLACK}.
+   */
+  static Duration requireLeaderBound(Duration minValidity) {
+    return (minValidity.isNegative() ? Duration.ZERO : minValidity).plus(REQUIRE_LEADER_SLACK);
   }
 
   /**

@@ -76,8 +76,13 @@ public final class BatonHttpClient {
 
   /** {@link #leadership()}, as a future. */
   public CompletableFuture<Leadership> leadershipAsync() {
+    return leadershipAsync("/leader?client_id=" + clientId);
+  }
+
+  /** {@link #leadershipAsync()} with {@code pathAndQuery}. */
+  private CompletableFuture<Leadership> leadershipAsync(String pathAndQuery) {
     Duration sent = Boottime.floor();
-    return send("GET", "/leader?client_id=" + clientId,
+    return send("GET", pathAndQuery,
         body -> heard.note(expectedLease.check(address, Leadership.fromJson(body, sent))));
   }
 
@@ -88,14 +93,19 @@ public final class BatonHttpClient {
 
   /**
    * The fencing token to tag a write with, if this pod leads with at least {@code minValidity}
-   * (and more than zero) of guaranteed leadership left, as {@link BatonClient#requireLeader}.
+   * (and more than zero) of guaranteed leadership left, as {@link BatonClient#requireLeader}. It
+   * asks for a promise of at most {@code minValidity +} {@link BatonClient#REQUIRE_LEADER_SLACK}
+   * ({@code ?max_valid_for=}, in milliseconds rounded up).
    *
    * @throws NotLeaderException when this pod does not lead, or not for long enough
    * @throws BatonException as {@link #leadership()}
    */
   public int requireLeader(Duration minValidity) {
     Objects.requireNonNull(minValidity);
-    Leadership l = leadership();
+    Duration bound = BatonClient.requireLeaderBound(minValidity);
+    long boundMs = bound.toMillis() + (bound.toNanosPart() % 1_000_000 == 0 ? 0 : 1);
+    Leadership l = BatonClient.await(leadershipAsync(
+        "/leader?client_id=" + clientId + "&max_valid_for=" + boundMs + "ms"));
     return BatonClient.requireValidity(l, minValidity, Boottime.ceiling()).fencingToken();
   }
 

@@ -5,7 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.sun.net.httpserver.HttpServer;
 import io.grpc.stub.ServerCallStreamObserver;
+import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
@@ -97,6 +100,54 @@ class BatonClientTest {
           () -> c.requireLeader(Duration.ZERO));
       assertEquals("baton: not leader: the Lease is held by other", follower.getMessage());
       assertEquals(Duration.ZERO, follower.leadership().validUntilBoottime());
+    }
+  }
+
+  @Test
+  void requireLeaderAsksForMinValidityPlusTheSlackAndNothingElseDoes() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(10));
+      assertEquals(9, c.requireLeader(Duration.ofMillis(2500)));
+      assertEquals(9, c.requireLeaderAsync(Duration.ZERO).get());
+      c.leadership();
+      c.isLeader();
+      c.leadershipAsync().get();
+      try (Watch w = c.watch(l -> {})) {
+        fake.nextStream();
+      }
+      Duration none = Duration.ofNanos(-1);
+      assertEquals(Duration.ofSeconds(1), BatonClient.REQUIRE_LEADER_SLACK);
+      assertEquals(java.util.List.of(Duration.ofMillis(3500), Duration.ofSeconds(1), none, none,
+          none, none), fake.bounds);
+    }
+  }
+
+  @Test
+  void httpRequireLeaderAsksForMinValidityPlusTheSlackAndLeadershipDoesNot() throws Exception {
+    HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+    java.util.List<String> queries = new java.util.concurrent.CopyOnWriteArrayList<>();
+    server.createContext("/leader", exchange -> {
+      queries.add(exchange.getRequestURI().getRawQuery());
+      byte[] body = ("{\"isLeader\":true,\"identity\":\"me\",\"holderIdentity\":\"me\","
+          + "\"fencingToken\":9,\"observed\":true,\"validFor\":\"10s\"}")
+          .getBytes(StandardCharsets.UTF_8);
+      exchange.sendResponseHeaders(200, body.length);
+      exchange.getResponseBody().write(body);
+      exchange.close();
+    });
+    server.start();
+    try {
+      BatonHttpClient c = BatonHttpClient.builder()
+          .address("127.0.0.1:" + server.getAddress().getPort()).clientId("http-1").build();
+      assertEquals(9, c.requireLeader(Duration.ofMillis(500)));
+      assertEquals(9, c.requireLeader(Duration.ofNanos(1))); // rounded up to the millisecond
+      c.leadership();
+      c.isLeader();
+      assertEquals(java.util.List.of("client_id=http-1&max_valid_for=1500ms",
+          "client_id=http-1&max_valid_for=1001ms", "client_id=http-1", "client_id=http-1"),
+          queries);
+    } finally {
+      server.stop(0);
     }
   }
 

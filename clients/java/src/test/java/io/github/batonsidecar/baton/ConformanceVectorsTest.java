@@ -160,6 +160,8 @@ class ConformanceVectorsTest {
         Leadership l = Leadership.fromJson(c.get("text").getAsString(), ms(c, "sinceMs"));
         Duration now = ms(c, "nowMs");
         Duration min = ms(c, "minValidityMs");
+        assertEquals(ms(c, "requestMaxValidForMs"), BatonClient.requireLeaderBound(min),
+            name + ": max_valid_for");
         if (expect.has("notLeader")) {
           assertThrows(NotLeaderException.class, () -> BatonClient.requireValidity(l, min, now),
               name);

@@ -22,8 +22,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * An in-process stand-in for the sidecar whose answers a test scripts: GetLeadership answers
  * {@link #answer}; each WatchLeadership stream is handed to the test ({@link #nextStream}) to send
- * on; AcknowledgeStepDown calls are recorded. For the client's own logic (watch clock, stall,
- * step-down order); behaviour of the real sidecar is tested against the fixture.
+ * on; AcknowledgeStepDown calls and the bound each question asks for are recorded. For the
+ * client's own logic (watch clock, stall, step-down order, requests); behaviour of the real
+ * sidecar is tested against the fixture.
  */
 final class FakeSidecar implements AutoCloseable {
   final LinkedBlockingQueue<StreamObserver<WatchLeadershipResponse>> streams =
@@ -31,6 +32,8 @@ final class FakeSidecar implements AutoCloseable {
   final List<String> calls = new CopyOnWriteArrayList<>(); // "ack CLIENT TOKEN", "watch CLIENT"
   // The deadline each acknowledgement named (negative: none).
   final List<Duration> ackedDeadlines = new CopyOnWriteArrayList<>();
+  // The max_valid_for each GetLeadership and WatchLeadership asked for (negative: none).
+  final List<Duration> bounds = new CopyOnWriteArrayList<>();
   volatile LeaderElectionOuterClass.Leadership answer =
       LeaderElectionOuterClass.Leadership.getDefaultInstance();
 
@@ -44,6 +47,7 @@ final class FakeSidecar implements AutoCloseable {
           @Override
           public void getLeadership(GetLeadershipRequest req,
               StreamObserver<LeaderElectionOuterClass.Leadership> out) {
+            bounds.add(bound(req.hasMaxValidFor(), req.getMaxValidFor()));
             out.onNext(answer);
             out.onCompleted();
           }
@@ -51,6 +55,7 @@ final class FakeSidecar implements AutoCloseable {
           @Override
           public void watchLeadership(WatchLeadershipRequest req,
               StreamObserver<WatchLeadershipResponse> out) {
+            bounds.add(bound(req.hasMaxValidFor(), req.getMaxValidFor()));
             calls.add("watch " + req.getClientId());
             streams.add(out);
           }
@@ -59,8 +64,7 @@ final class FakeSidecar implements AutoCloseable {
           public void acknowledgeStepDown(AcknowledgeStepDownRequest req,
               StreamObserver<AcknowledgeStepDownResponse> out) {
             ackedDeadlines.add(req.hasValidUntilBoottime()
-                ? Duration.ofSeconds(req.getValidUntilBoottime().getSeconds(),
-                    req.getValidUntilBoottime().getNanos())
+                ? duration(req.getValidUntilBoottime())
                 : Duration.ofNanos(-1));
             calls.add("ack " + req.getClientId() + " " + req.getFencingToken());
             out.onNext(AcknowledgeStepDownResponse.newBuilder().setAcknowledged(true).build());
@@ -97,6 +101,15 @@ final class FakeSidecar implements AutoCloseable {
 
   static WatchLeadershipResponse event(LeaderElectionOuterClass.Leadership l) {
     return WatchLeadershipResponse.newBuilder().setLeadership(l).build();
+  }
+
+  /** The bound a question asked for, if it {@code has} one; else -1 ns. */
+  private static Duration bound(boolean has, com.google.protobuf.Duration d) {
+    return has ? duration(d) : Duration.ofNanos(-1);
+  }
+
+  private static Duration duration(com.google.protobuf.Duration d) {
+    return Duration.ofSeconds(d.getSeconds(), d.getNanos());
   }
 
   private static com.google.protobuf.Duration proto(Duration d) {
