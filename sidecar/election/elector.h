@@ -148,12 +148,12 @@ class Elector {
     std::string lease_namespace;
     // Written into the Lease as leaseDurationSeconds (rounded up to whole
     // seconds): how long after the last renew others must wait to take over.
-    absl::Duration lease_duration = absl::Seconds(15);
+    absl::Duration lease_duration = ElectionTiming{}.lease_duration;
     // A leader leads for this long after sending its last successful write.
-    absl::Duration renew_deadline = absl::Seconds(10);
+    absl::Duration renew_deadline = ElectionTiming{}.renew_deadline;
     // Interval between renews (leader) and reads (follower without a watch),
     // stretched by up to kMaxJitter.
-    absl::Duration retry_period = absl::Seconds(2);
+    absl::Duration retry_period = ElectionTiming{}.retry_period;
     // Release() hands the Lease over on shutdown instead of letting it expire.
     bool release_on_shutdown = true;
     // Returns a fraction in [0, 1] (values outside are clamped); each retry

@@ -1,5 +1,6 @@
-// Safety margins of the Lease protocol: how long a holder may lead after a
-// write, given what followers can see of it.
+// The election's three durations (ElectionTiming, the one place their
+// defaults live) and the safety margins of the Lease protocol: how long a
+// holder may lead after a write, given what followers can see of it.
 //
 // A follower takes over when a Lease it has observed has not changed for
 // leaseDurationSeconds on its own clock. Two things make that later in
@@ -21,6 +22,17 @@
 #include "absl/time/time.h"
 
 namespace baton {
+
+// The three durations of client-go's leader election, with its (and
+// kube-controller-manager's) defaults.
+struct ElectionTiming {
+  // How long a holder promises to keep the Lease; written into the Lease.
+  absl::Duration lease_duration = absl::Seconds(15);
+  // A leader that has not renewed successfully for this long stops leading.
+  absl::Duration renew_deadline = absl::Seconds(10);
+  // Interval between attempts to acquire or renew (jittered by up to 20%).
+  absl::Duration retry_period = absl::Seconds(2);
+};
 
 // The resolution at which client-go's LeaderElector sees a Lease change.
 inline constexpr absl::Duration kRenewTimeResolution = absl::Seconds(1);

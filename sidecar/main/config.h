@@ -12,19 +12,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "sidecar/common/log.h"
+#include "sidecar/election/timing.h"
 
 namespace baton {
-
-// The three durations of client-go's leader election, with its (and
-// kube-controller-manager's) defaults.
-struct ElectionTiming {
-  // How long a holder promises to keep the Lease; written into the Lease.
-  absl::Duration lease_duration = absl::Seconds(15);
-  // A leader that has not renewed successfully for this long stops leading.
-  absl::Duration renew_deadline = absl::Seconds(10);
-  // Interval between attempts to acquire or renew (jittered by up to 20%).
-  absl::Duration retry_period = absl::Seconds(2);
-};
 
 // Checks renewDeadline < leaseDuration, retryPeriod × 1.2 < renewDeadline (the
 // retry period is stretched by up to Elector::kMaxJitter, and a leader needs
@@ -99,8 +89,8 @@ struct ConfigInputs {
   bool release_on_shutdown = true;
   absl::Duration api_timeout = absl::ZeroDuration();     // zero: DefaultApiTimeout
   absl::Duration shutdown_grace = absl::ZeroDuration();  // zero: DefaultShutdownGrace
-  absl::Duration sse_heartbeat = absl::Seconds(15);
-  absl::Duration max_unnamed_valid_for = absl::Seconds(1);
+  absl::Duration sse_heartbeat = SidecarConfig{}.sse_heartbeat;
+  absl::Duration max_unnamed_valid_for = SidecarConfig{}.max_unnamed_valid_for;
   bool events = true;
   std::string leader_label;           // --leader-label
   bool native_sidecar = false;        // --native-sidecar
