@@ -349,7 +349,6 @@ void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
                  *highest_transitions_);
   }
   record_ = record;
-  observed_time_ = now;
 
   const bool ours = record && IsOurs(*record);
   if (ours && !term_->revision) term_->revision = ResourceVersionNumber(record->resource_version);

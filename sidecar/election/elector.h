@@ -302,7 +302,6 @@ class Elector {
   // What this elector knows of the Lease.
   bool observed_ = false;                       // a read or watch event has succeeded
   std::optional<LeaseRecord> record_;           // nullopt: absent (or never read)
-  MonoTime observed_time_;                      // when record_ last changed
   std::optional<int32_t> highest_transitions_;  // across every record seen
   // The newest resourceVersion seen (record or deletion), as an integer.
   std::optional<int64_t> known_revision_;
