@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/dispatch.hpp"
 #include "boost/asio/ip/address.hpp"
@@ -27,6 +26,7 @@
 #include "boost/beast/http/read.hpp"
 #include "boost/beast/http/write.hpp"
 #include "sidecar/api/http_request_reader.h"
+#include "sidecar/common/listen_address.h"
 #include "sidecar/common/log.h"
 
 namespace baton {
@@ -51,30 +51,6 @@ int64_t SteadyNowNanos() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-absl::Status ParseAddress(const std::string& address, net::ip::address* ip, uint16_t* port) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    return absl::InvalidArgumentError(absl::StrCat("address \"", address, "\" is not host:port"));
-  }
-  std::string host = address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host == "localhost") host = "127.0.0.1";
-  uint32_t port_number = 0;
-  if (!absl::SimpleAtoi(address.substr(colon + 1), &port_number) || port_number > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("address \"", address, "\" has no valid port"));
-  }
-  error_code ec;
-  *ip = net::ip::make_address(host, ec);
-  if (ec) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("address \"", address, "\": host must be an IP address or localhost"));
-  }
-  *port = static_cast<uint16_t>(port_number);
-  return absl::OkStatus();
 }
 
 }  // namespace
@@ -417,13 +393,13 @@ HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
 HttpServer::~HttpServer() { Shutdown(context_->wait_clock->Monotonic()); }
 
 absl::Status HttpServer::Start() {
-  net::ip::address ip;
-  uint16_t port = 0;
-  if (absl::Status status = ParseAddress(options_.address, &ip, &port); !status.ok()) {
-    return status;
+  absl::StatusOr<ListenAddress> address = ParseListenAddress(options_.address);
+  if (!address.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HTTP server on ", options_.address, ": ", address.status().message()));
   }
-  const tcp::endpoint endpoint(ip, port);
   error_code ec;
+  const tcp::endpoint endpoint(net::ip::make_address(address->ip, ec), address->port);
   auto fail = [&](absl::string_view what) {
     return absl::UnavailableError(
         absl::StrCat("HTTP server on ", options_.address, ": ", what, ": ", ec.message()));

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "sidecar/common/listen_address.h"
 #include "sidecar/election/elector.h"
 #include "sidecar/election/timing.h"
 #include "sidecar/kube/pod_labeler.h"
@@ -48,13 +48,9 @@ absl::Status ValidateTiming(const ElectionTiming& t) {
 }
 
 absl::Status ValidateAddress(const std::string& flag, const std::string& addr) {
-  const size_t colon = addr.rfind(':');
-  int port = -1;
-  if (colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(absl::string_view(addr).substr(colon + 1), &port) || port < 0 ||
-      port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, "=", addr, " is not host:port (e.g. 127.0.0.1:4040)"));
+  if (absl::StatusOr<ListenAddress> parsed = ParseListenAddress(addr); !parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--", flag, "=", addr, ": ", parsed.status().message(), " (e.g. 127.0.0.1:4040)"));
   }
   return absl::OkStatus();
 }

@@ -128,7 +128,7 @@ inline constexpr absl::Duration kMinSseHeartbeat = absl::Milliseconds(100);
 // promise (kBoundedDeadlineStep in sidecar/api/local_api.h).
 inline constexpr absl::Duration kMinMaxUnnamedValidFor = absl::Milliseconds(1);
 
-// Checks "host:port" with a numeric port in [0, 65535].
+// Checks a listener flag by ParseListenAddress, the rule the servers bind by.
 absl::Status ValidateAddress(const std::string& flag, const std::string& addr);
 
 }  // namespace baton

@@ -119,6 +119,11 @@ TEST(ConfigTest, BadAddressNamesTheFlag) {
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()), HasSubstr("--grpc-addr=localhost"));
   in.grpc_addr = "127.0.0.1:70000";
   EXPECT_FALSE(ConfigFrom(in).ok());
+  // A host name the servers cannot bind is refused here, with the flag.
+  in.grpc_addr = "127.0.0.1:4041";
+  in.http_addr = "foo:4040";
+  EXPECT_THAT(std::string(ConfigFrom(in).status().message()),
+              HasSubstr("--http-addr=foo:4040: the host must be"));
 }
 
 TEST(ConfigTest, ApiTimeoutDefaultsToAtMostHalfTheRenewDeadline) {
