@@ -31,8 +31,13 @@ expect 2 "unknown flag --no-such-flag" --lease-name=x --no-such-flag=1
 expect 2 "unknown command bogus" bogus --lease-name=x
 expect 2 "--lease-name needs a value" --lease-name
 expect 2 "--lease-duration=soon is not a valid value" --lease-name=x --lease-duration=soon
-expect 2 "belong to \`baton leases\`" --lease-name=x --namespace=y
-expect 2 "belong to \`baton run -- CMD\`" --lease-name=x --restart=always
+expect 2 "--namespace belongs to \`baton leases\`" --lease-name=x --namespace=y
+expect 2 "--restart belongs to \`baton run -- CMD\`" --lease-name=x --restart=always
+# Given at all, even at its default value, a flag of another command is refused.
+expect 2 "--stop-grace belongs to \`baton run -- CMD\`" --lease-name=x --stop-grace=5s
+expect 2 "--watch belongs to \`baton leases\`" run --lease-name=x --watch=false -- true
+expect 2 "--stop-signal belongs to \`baton run -- CMD\`" leases --stop-signal=SIGTERM
+expect 2 "--http-addr=foo:4040: the host must be" --lease-name=x --http-addr=foo:4040
 expect 2 "unexpected argument" --lease-name=x stray
 expect 2 "baton run needs a command" run --lease-name=x --lease-namespace=ns
 expect 2 "--stop-grace=5s plus 200ms must be shorter than --renew-deadline" \

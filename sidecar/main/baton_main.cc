@@ -213,28 +213,37 @@ int LeasesMain(const ParsedCommandLine& parsed) {
   return tools::RunLeases(options, *SystemClock(), std::cout, std::cerr);
 }
 
-// The audit command's flags mean nothing to the sidecar; refuse them rather
-// than ignore them, so `baton --namespace=x` is not mistaken for a sidecar
-// that campaigns in x.
-absl::Status RejectLeasesFlags() {
-  if (!absl::GetFlag(FLAGS_namespace).empty() || absl::GetFlag(FLAGS_all_namespaces) ||
-      absl::GetFlag(FLAGS_output) != "text" || !absl::GetFlag(FLAGS_context).empty() ||
-      absl::GetFlag(FLAGS_watch)) {
-    return absl::InvalidArgumentError(
-        "--namespace, --all-namespaces, --output, --context and --watch belong to `baton "
-        "leases`; the sidecar's namespace flag is --lease-namespace");
-  }
-  return absl::OkStatus();
+enum class Command { kSidecar, kRun, kLeases };
+
+// The flags that mean something to one command only, and how its usage line
+// names it. Every other flag is the sidecar's, which `baton run` shares
+// (`baton leases` reads only --kubeconfig of them and ignores the rest).
+struct CommandFlags {
+  Command command;
+  absl::string_view usage;
+  std::vector<absl::string_view> flags;
+};
+const std::vector<CommandFlags>& OwnFlags() {
+  static const auto* const own = new std::vector<CommandFlags>{
+      {Command::kRun, "`baton run -- CMD`", {"stop_signal", "stop_grace", "restart"}},
+      {Command::kLeases,
+       "`baton leases` (the sidecar's namespace flag is --lease-namespace)",
+       {"namespace", "all_namespaces", "output", "context", "watch"}},
+  };
+  return *own;
 }
 
-// The `baton run` flags mean nothing to the sidecar: refused, like the
-// audit command's.
-absl::Status RejectRunFlags() {
-  if (absl::GetFlag(FLAGS_stop_signal) != "SIGTERM" ||
-      absl::GetFlag(FLAGS_stop_grace) != absl::Seconds(5) ||
-      absl::GetFlag(FLAGS_restart) != "on-failure") {
-    return absl::InvalidArgumentError(
-        "--stop-signal, --stop-grace and --restart belong to `baton run -- CMD`");
+// Refuses a flag given to a command it does not belong to, whatever its
+// value, rather than ignore it: `baton --namespace=x` is not a sidecar that
+// campaigns in x, and `--stop-grace=5s` without `run` stops nothing.
+absl::Status RejectForeignFlags(Command command, const ParsedCommandLine& parsed) {
+  for (const CommandFlags& owner : OwnFlags()) {
+    if (owner.command == command) continue;
+    for (absl::string_view flag : owner.flags) {
+      if (!parsed.given.contains(flag)) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(DashedFlag(flag), " belongs to ", owner.usage));
+    }
   }
   return absl::OkStatus();
 }
@@ -300,8 +309,6 @@ constexpr char kUsage[] =
     "BATON_LEASE_NAME); a flag on the command line wins over its variable.\n\n"
     "Flags:\n";
 
-enum class Command { kSidecar, kRun, kLeases };
-
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   Command command = Command::kSidecar;
@@ -337,7 +344,13 @@ int Main(int argc, char** argv) {
     std::cout << "baton " << kVersion << " (commit " << kCommit << ")\n";
     return 0;
   }
-  if (command == Command::kLeases) return LeasesMain(*parsed);
+  if (command == Command::kLeases) {
+    if (absl::Status s = RejectForeignFlags(command, *parsed); !s.ok()) {
+      std::fprintf(stderr, "baton leases: %s\n", std::string(s.message()).c_str());
+      return tools::kLeasesBadUsage;
+    }
+    return LeasesMain(*parsed);
+  }
   const bool run_mode = command == Command::kRun;
   if (!run_mode && !parsed->positional.empty()) {
     std::fprintf(stderr, "baton: unexpected argument %s (to run a command: baton run -- CMD)\n",
@@ -365,8 +378,7 @@ int Main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   ConfigInputs inputs = InputsFromFlags();
-  absl::Status flags_ok = RejectLeasesFlags();
-  if (flags_ok.ok() && !run_mode) flags_ok = RejectRunFlags();
+  absl::Status flags_ok = RejectForeignFlags(command, *parsed);
   if (flags_ok.ok()) flags_ok = ValidateFlags(inputs);
   absl::StatusOr<run::Runner::Options> run_options;
   if (flags_ok.ok() && run_mode) {

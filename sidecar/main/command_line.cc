@@ -121,6 +121,7 @@ absl::StatusOr<ParsedCommandLine> ParseCommandLine(const std::vector<absl::Comma
     if (!value.has_value() || value->empty()) continue;
     if (absl::Status s = Set(*flag, *value, variable); !s.ok()) return s;
     parsed.from_environment[DashedFlag(flag->Name())] = variable;
+    parsed.given.insert(std::string(flag->Name()));
   }
 
   size_t i = 0;
@@ -173,6 +174,7 @@ absl::StatusOr<ParsedCommandLine> ParseCommandLine(const std::vector<absl::Comma
     }
     if (absl::Status s = Set(*flag, *value, DashedFlag(flag->Name())); !s.ok()) return s;
     parsed.from_environment.erase(DashedFlag(flag->Name()));
+    parsed.given.insert(std::string(flag->Name()));
   }
   parsed.after_double_dash = parsed.positional.size();
   parsed.positional.insert(parsed.positional.end(), args.begin() + static_cast<std::ptrdiff_t>(i),

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/flags/commandlineflag.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -49,6 +50,10 @@ struct ParsedCommandLine {
   // Flags whose value came from the environment and not the command line:
   // "--lease-duration" → "BATON_LEASE_DURATION".
   absl::flat_hash_map<std::string, std::string> from_environment;
+  // Every flag given a value, on the command line or in the environment, by
+  // name ("lease_duration"), whatever the value: a flag set to its default
+  // was still given.
+  absl::flat_hash_set<std::string> given;
 };
 
 // "lease_name" → "--lease-name".
