@@ -56,6 +56,12 @@ ensure_apt_packages() {
   local sudo=""
   [[ $(id -u) -ne 0 ]] && sudo=sudo
   $sudo apt-get update -qq
+  # The tests start their own PostgreSQL clusters; Debian's package would
+  # otherwise create and start one of its own on port 5432.
+  if [[ " ${missing[*]} " == *" postgresql-15 "* && ! -e /etc/postgresql-common/createcluster.conf ]]; then
+    $sudo mkdir -p /etc/postgresql-common
+    echo "create_main_cluster = false" | $sudo tee /etc/postgresql-common/createcluster.conf >/dev/null
+  fi
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
