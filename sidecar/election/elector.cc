@@ -50,7 +50,6 @@ MonoTime Elector::Step() {
   //    errors leave the leader leading until leader_until_, and it retries.
   if (holding_) {
     LeaseRecord next = *record_;
-    next.renew_time = WallNow();
     next.lease_duration_seconds = WrittenDurationSeconds();
     const absl::Status renewed = WriteAsHolder(Write::kRenew, next);
     if (!absl::IsAborted(renewed) && !absl::IsNotFound(renewed)) {
@@ -73,7 +72,6 @@ MonoTime Elector::Step() {
     LeaseRecord fresh;
     fresh.holder_identity = options_.identity;
     fresh.lease_duration_seconds = WrittenDurationSeconds();
-    fresh.acquire_time = fresh.renew_time = WallNow();
     fresh.lease_transitions = *token;
     if (highest_transitions_) {
       spdlog::info(
@@ -95,7 +93,6 @@ MonoTime Elector::Step() {
   //    taken over with the next token. Conflict: someone else won; re-read.
   LeaseRecord next = *record_;
   Write kind = Write::kRenew;
-  next.renew_time = WallNow();
   next.lease_duration_seconds = WrittenDurationSeconds();
   if (!IsOurs(next)) {
     // highest_transitions_ includes this record's; it is higher only if the
@@ -104,7 +101,6 @@ MonoTime Elector::Step() {
     if (!token) return Schedule(now, true);
     kind = Write::kTakeOver;
     next.holder_identity = options_.identity;
-    next.acquire_time = next.renew_time;
     next.lease_transitions = *token;
   }
   absl::Status written = WriteAsHolder(kind, next);
@@ -374,7 +370,15 @@ bool Elector::IsOurs(const LeaseRecord& record) const {
          record.lease_transitions == term_->lease_transitions;
 }
 
-absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
+absl::Status Elector::WriteAsHolder(Write kind, LeaseRecord next) {
+  // The send time first, then the renewTime stamp. Followers time this
+  // holder from the renewTime they see, at one-second resolution
+  // (timing.h); the leadership granted below counts from `sent`, so `sent`
+  // must not be later than the stamp, however long this thread is held up
+  // between the two readings (a loaded node).
+  const MonoTime sent = clock_->Monotonic();
+  next.renew_time = WallNow();
+  if (kind != Write::kRenew) next.acquire_time = next.renew_time;
   // Remember the acquisition before sending it: if it lands but the answer is
   // lost, the next read recognises it as ours.
   if (kind != Write::kRenew) {
@@ -384,7 +388,6 @@ absl::Status Elector::WriteAsHolder(Write kind, const LeaseRecord& next) {
   const char* verb = kind == Write::kCreate     ? "create"
                      : kind == Write::kTakeOver ? "take_over"
                                                 : "renew";
-  const MonoTime sent = clock_->Monotonic();
   const absl::StatusOr<LeaseRecord> result =
       kind == Write::kCreate ? store_->Create(next) : store_->Update(next);
   const MonoTime now = clock_->Monotonic();

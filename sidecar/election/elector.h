@@ -270,9 +270,11 @@ class Elector {
   // nullopt once leaseTransitions (an int32) cannot grow any more.
   std::optional<int32_t> NextToken() const;
   bool IsOurs(const LeaseRecord& record) const;
-  // Sends a create/take-over/renew write; on success this elector holds the
-  // Lease until the send time + renew_deadline.
-  absl::Status WriteAsHolder(Write kind, const LeaseRecord& next);
+  // Stamps `next` (renewTime; acquireTime too unless renewing) and sends it
+  // as a create/take-over/renew write; on success this elector holds the
+  // Lease until the send time + renew_deadline (at most what the written
+  // duration grants).
+  absl::Status WriteAsHolder(Write kind, LeaseRecord next);
   // After a conflict (or NotFound) on a write: reads the Lease to learn who
   // won. Makes no further write.
   absl::Status ReadAfterConflict();

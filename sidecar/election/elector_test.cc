@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <random>
@@ -517,6 +518,51 @@ TEST_F(ElectorTest, LeaderUntilCountsFromWhenTheWriteWasSent) {
   EXPECT_EQ(elector_->Snapshot().leader_until, renew_sent + kRenewDeadline);
   ASSERT_FALSE(listener_.renews.empty());
   EXPECT_EQ(listener_.renews.back(), std::make_pair(absl::Milliseconds(300), true));
+}
+
+// A clock whose every wall reading is followed by `stall` of fake time, as
+// when the reading thread is descheduled right after it on a loaded node; it
+// remembers the monotonic time of each wall reading it gave.
+class StallAfterWallReads final : public Clock {
+ public:
+  StallAfterWallReads(FakeClock* inner, absl::Duration stall) : inner_(inner), stall_(stall) {}
+  MonoTime Monotonic() const override { return inner_->Monotonic(); }
+  absl::Time Wall() const override {
+    const MonoTime mono = inner_->Monotonic();
+    const absl::Time wall = inner_->Wall();
+    read_at_[wall] = mono;
+    inner_->Advance(stall_);
+    return wall;
+  }
+  bool AwaitUntil(absl::Mutex* mu, const absl::Condition& cond, MonoTime deadline) const override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return inner_->AwaitUntil(mu, cond, deadline);
+  }
+  // When the wall reading `wall` was taken.
+  MonoTime ReadAt(absl::Time wall) const { return read_at_.at(wall); }
+
+ private:
+  FakeClock* inner_;
+  absl::Duration stall_;
+  mutable std::map<absl::Time, MonoTime> read_at_;
+};
+
+// Followers time a holder from the renewTime it wrote (timing.h): however
+// long the holder's thread stalls after stamping it, the leadership a write
+// grants counts from no later than the stamp.
+TEST_F(ElectorTest, LeadershipCountsFromNoLaterThanTheRenewTimeWritten) {
+  StallAfterWallReads stalling(&clock_, absl::Milliseconds(400));
+  elector_ = std::make_unique<Elector>(DefaultOptions(), &stalling, &store_);
+  Acquire();
+  const MonoTime acquired_at = stalling.ReadAt(*store_.Current()->renew_time);
+  EXPECT_LE(elector_->Snapshot().leader_until, acquired_at + kRenewDeadline);
+  for (int i = 0; i < 3; ++i) {
+    clock_.Advance(kRetryPeriod);
+    elector_->Step();
+    ASSERT_TRUE(IsLeader());
+    const MonoTime stamped = stalling.ReadAt(*store_.Current()->renew_time);
+    EXPECT_LE(elector_->Snapshot().leader_until, stamped + kRenewDeadline) << "renew " << i;
+  }
 }
 
 TEST_F(ElectorTest, ConflictOnRenewRereadsAndRenewsWhenStillHolder) {

@@ -15,7 +15,10 @@
 //     rates (not offsets: those never matter), bounded here by
 //     kMaxClockRateDrift.
 // So a write sent at s grants its holder SafeLeadershipFor(leaseDuration)
-// from s on its own clock, and nothing more.
+// from s on its own clock, and nothing more — where s is read no later than
+// the renewTime the write carries is stamped: the one-second argument relates
+// the renewTimes followers see, so a holder that stamps first and stalls
+// before reading s would count from past its own stamp.
 #ifndef BATON_SIDECAR_ELECTION_TIMING_H_
 #define BATON_SIDECAR_ELECTION_TIMING_H_
 
