@@ -5,6 +5,8 @@ go 1.26.0
 godebug default=go1.26
 
 require (
+	github.com/baton-sidecar/baton/clients/go/pgfence v0.0.0
+	github.com/jackc/pgx/v5 v5.8.0
 	go.etcd.io/etcd/server/v3 v3.7.0
 	golang.org/x/mod v0.41.0
 	k8s.io/api v0.37.2
@@ -13,6 +15,12 @@ require (
 	k8s.io/component-base v0.37.2
 	k8s.io/kubectl v0.0.0
 	k8s.io/kubernetes v1.37.2
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.2 // indirect
 )
 
 require (
@@ -247,3 +255,5 @@ replace k8s.io/sample-controller => k8s.io/sample-controller v0.37.2
 replace k8s.io/streaming => k8s.io/streaming v0.37.2
 
 replace github.com/baton-sidecar/baton/clients/go => ../clients/go
+
+replace github.com/baton-sidecar/baton/clients/go/pgfence => ../clients/go/pgfence
