@@ -73,12 +73,25 @@ func Acquire(log io.Writer) (cp ControlPlane, stop func(), err error) {
 }
 
 // RestartAPIServer restarts kube-apiserver on the same port and returns once
-// it is ready again (scripts/controlplane restart-apiserver).
+// it is ready again (scripts/controlplane restart-apiserver). Its error
+// carries the end of kube-apiserver's log, which goes when the control
+// plane's directory does.
 func (cp *ControlPlane) RestartAPIServer() error {
 	if out, err := exec.Command(Script(), "restart-apiserver", cp.Dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("restart-apiserver: %v: %s", err, out)
+		return fmt.Errorf("restart-apiserver: %v: %s\nlast lines of kube-apiserver.log:\n%s", err, out,
+			lastLines(filepath.Join(cp.Dir, "kube-apiserver.log"), 20))
 	}
 	return nil
+}
+
+// lastLines is the last n lines of the file at path, or why it cannot be read.
+func lastLines(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // Kubeconfig is the admin kubeconfig.

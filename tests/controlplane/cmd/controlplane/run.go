@@ -21,7 +21,12 @@ import (
 
 const (
 	readyTimeout = 60 * time.Second
-	stopTimeout  = 10 * time.Second
+	// restartReadyTimeout bounds a restarted kube-apiserver's way back to
+	// ready. It starts over a populated etcd, often while the fault harness
+	// or the tests keep the machine busy; past the bound the launcher gives
+	// up and the whole control plane stops, so it is generous.
+	restartReadyTimeout = 3 * time.Minute
+	stopTimeout         = 10 * time.Second
 	// restartSignal asks a running launcher to restart kube-apiserver.
 	restartSignal = syscall.SIGUSR1
 )
@@ -94,7 +99,7 @@ func run(dir string, watchPID int) error {
 	if err := cp.startEtcd(); err != nil {
 		return err
 	}
-	if err := cp.startAPIServer(); err != nil {
+	if err := cp.startAPIServer(readyTimeout); err != nil {
 		return err
 	}
 	if err := cp.writeAdminKubeconfig(); err != nil {
@@ -119,15 +124,17 @@ func run(dir string, watchPID int) error {
 				return nil
 			}
 			log.Printf("restarting kube-apiserver")
+			restart := time.Now()
 			cp.apiserver.stop()
-			if err := cp.startAPIServer(); err != nil {
+			if err := cp.startAPIServer(restartReadyTimeout); err != nil {
 				return err
 			}
 			generation++
 			if err := os.WriteFile(readyFile(dir), []byte(strconv.Itoa(generation)), 0o644); err != nil {
 				return err
 			}
-			log.Printf("kube-apiserver restarted (generation %d)", generation)
+			log.Printf("kube-apiserver restarted (generation %d) in %v", generation,
+				time.Since(restart).Round(time.Millisecond))
 		case <-ownerGone:
 			log.Printf("process %d (the owner) exited: stopping", watchPID)
 			return nil
@@ -175,7 +182,8 @@ func (cp *controlPlane) startEtcd() error {
 	})
 }
 
-func (cp *controlPlane) startAPIServer() error {
+// startAPIServer starts kube-apiserver and waits up to timeout for /readyz.
+func (cp *controlPlane) startAPIServer(timeout time.Duration) error {
 	var err error
 	cp.apiserver, err = cp.startChild("kube-apiserver",
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.ports.etcdClient),
@@ -205,7 +213,7 @@ func (cp *controlPlane) startAPIServer() error {
 	if err != nil {
 		return err
 	}
-	return waitFor("kube-apiserver", readyTimeout, func() error {
+	return waitFor("kube-apiserver", timeout, func() error {
 		resp, err := client.Get(cp.serverURL() + "/readyz")
 		if err != nil {
 			return err
@@ -364,7 +372,7 @@ func restartAPIServer(dir string) error {
 	if err := syscall.Kill(pid, restartSignal); err != nil {
 		return err
 	}
-	return waitFor("restarted kube-apiserver", readyTimeout, func() error {
+	return waitFor("restarted kube-apiserver", restartReadyTimeout, func() error {
 		if gen, err := readInt(readyFile(dir)); err != nil || gen <= before {
 			return fmt.Errorf("still restarting")
 		}
