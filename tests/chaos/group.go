@@ -29,6 +29,9 @@ type harness struct {
 	failed      atomic.Int32                     // rounds that failed; if any, logDir is kept
 	keepAnswers bool                             // dump every round's answers, keep logDir
 	log         func(format string, args ...any) // progress, to stderr
+	fences      *fenceStore                      // the applications' store; nil: no writers
+	groupsMu    sync.Mutex
+	groups      []*group // every group started, for the fence check at the end
 	// The groups run side by side; a round holds rounds shared, a Shared
 	// fault's round holds it alone.
 	rounds sync.RWMutex
@@ -123,6 +126,7 @@ type slot struct {
 	gen        int
 	member     *sidecars.Member
 	probe      *probe
+	writer     *writer // the application beside a baton member (when the run has writers)
 }
 
 // group is members of one configuration campaigning for one Lease, sampled
@@ -140,6 +144,8 @@ type group struct {
 	rec      *Recorder
 	ackVia   atomic.Int32 // AckVia for this round
 	anon     atomic.Int32 // AnonPoll for this round
+	tenures  tenures      // every term seen lead, for the fence check
+	spans    []roundSpan  // the rounds run so far, in order
 }
 
 func newGroup(h *harness, cfg groupConfig) (*group, error) {
@@ -149,6 +155,9 @@ func newGroup(h *harness, cfg groupConfig) (*group, error) {
 		return nil, err
 	}
 	g.ns = ns
+	h.groupsMu.Lock()
+	h.groups = append(h.groups, g)
+	h.groupsMu.Unlock()
 	n := cfg.Baton + cfg.ClientGo
 	var sas []string
 	for i := 0; i < n; i++ {
@@ -165,6 +174,9 @@ func newGroup(h *harness, cfg groupConfig) (*group, error) {
 		s, err := g.newSlot(i, kind, sas[i])
 		if err != nil {
 			return nil, err
+		}
+		if kind == sidecars.Baton && h.fences != nil {
+			s.writer = newWriter(g, i)
 		}
 		g.slots = append(g.slots, s)
 		if err := g.fill(s); err != nil {
@@ -241,6 +253,9 @@ func (g *group) fill(s *slot) error {
 		return err
 	}
 	s.member, s.probe = m, p
+	if s.writer != nil {
+		s.writer.run(p)
+	}
 	return nil
 }
 
@@ -276,8 +291,8 @@ func (g *group) restartFollower(leader *slot, delay time.Duration) <-chan error 
 	return done
 }
 
-// Close stops every probe and process, closes the proxies and deletes the
-// namespace.
+// Close stops every probe, application and process, closes the proxies,
+// records the last terms and deletes the namespace.
 func (g *group) Close() {
 	for _, s := range g.slots {
 		if s.member != nil {
@@ -286,6 +301,8 @@ func (g *group) Close() {
 		}
 		s.proxy.Close()
 	}
+	// Terms that began after the last round's check wrote too.
+	g.tenures.add(g.rec.Snapshot())
 	g.h.cp.DeleteNamespace(g.ns)
 }
 

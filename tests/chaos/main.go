@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -97,15 +98,19 @@ type row struct {
 	tokensOK  int
 	tokensBad int
 	stalls    int // rounds without a stable leader afterwards, or whose fault failed
-	handovers []time.Duration
-	leftOut   []string  // handovers not in handovers: rounds another group's Shared fault disturbed
-	rates     []float64 // per round: median answers per second of a polled surface
+	// Fenced writes begun in the row's rounds (see writers.go): accepted,
+	// stale ones the fence refused, stale ones it accepted (fencecheck's
+	// term-order and fence-order findings) and fencecheck's other findings.
+	writes, staleRefused, staleAccepted, fenceOther int
+	handovers                                       []time.Duration
+	leftOut                                         []string  // handovers not in handovers: rounds another group's Shared fault disturbed
+	rates                                           []float64 // per round: median answers per second of a polled surface
 }
 
 func (r *row) name() string { return r.fault.Name + " [" + r.config + "]" }
 
 func (r *row) failed() bool {
-	return r.overlaps > 0 || r.broken > 0 || r.tokensBad > 0 || r.stalls > 0
+	return r.overlaps > 0 || r.broken > 0 || r.tokensBad > 0 || r.stalls > 0 || r.staleAccepted > 0 || r.fenceOther > 0
 }
 
 func main() {
@@ -115,18 +120,23 @@ func main() {
 	mixed := flag.Bool("mixed", false, "also run the mixed group: baton sidecars and client-go LeaderElectors on one Lease")
 	keep := flag.Bool("keep-answers", false, "keep every round's answers (not only failed rounds'), and the member logs")
 	again := flag.Bool("recheck", false, "run no faults: check the kept rounds (TSV files) given as arguments again")
+	writers := flag.Bool("writers", true, "an application beside every baton member writes into one PostgreSQL through the fence")
+	bypass := flag.Bool("bypass-fence", false, "the applications write without the fence: stale writes land, and the run must fail")
 	flag.Parse()
 	if *again {
 		os.Exit(min(recheck(flag.Args()), 1))
 	}
-	os.Exit(run(*profile, *rounds, *only, *mixed, *keep))
+	os.Exit(run(*profile, *rounds, *only, *mixed, *keep, writeOptions{enabled: *writers, bypass: *bypass}))
 }
+
+// writeOptions says whether the applications write, and how.
+type writeOptions struct{ enabled, bypass bool }
 
 func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "chaos %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
+func run(profile string, rounds int, only string, mixed, keepAnswers bool, writes writeOptions) int {
 	factor := 1
 	limit := 8 * time.Minute
 	switch profile {
@@ -168,6 +178,20 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 		logf("%v", err)
 		return 1
 	}
+	if writes.enabled {
+		if h.fences, err = startFenceStore(h.logDir, writes.bypass); err != nil {
+			logf("%v", err)
+			os.RemoveAll(h.logDir)
+			return 1
+		}
+	}
+	// Stops the applications' PostgreSQL, which lives in logDir: before
+	// logDir is removed (once its data is gone it cannot be stopped).
+	closeStore := func() {
+		if h.fences != nil {
+			h.fences.Close()
+		}
+	}
 	cp, stopCP, err := cptest.Acquire(os.Stderr)
 	if err != nil {
 		logf("%v", err)
@@ -197,6 +221,7 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 			logf("the %s profile overran %v: stopping", profile, limit)
 		}
 		stopCP()
+		closeStore()
 		if h.failed.Load() == 0 {
 			os.RemoveAll(h.logDir)
 		}
@@ -238,9 +263,17 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 	groups.Wait()
 	if groupErr.Load() != nil {
 		stopCP()
+		closeStore()
 		return 1
 	}
 	stopCP()
+	if h.fences != nil {
+		ok := checkFences(h)
+		closeStore()
+		if !ok {
+			return 1
+		}
+	}
 	if h.failed.Load() > 0 || keepAnswers {
 		logf("member logs and recorded answers: %s", h.logDir)
 	} else {
@@ -251,7 +284,7 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool) int {
 		total += r.rounds
 	}
 	logf("%d rounds in %v", total, time.Since(start).Round(time.Second))
-	return report(rows)
+	return report(rows, h.fences != nil)
 }
 
 // runGroup runs plan's rounds in one group, interleaving the faults so that
@@ -289,6 +322,7 @@ func runGroup(h *harness, cfg groupConfig, plan []*row) error {
 	logf("%s: first leader after %v (%v)", cfg.Name, time.Since(started).Round(100*time.Millisecond), g.timing)
 	ran := map[*row]int{}
 	for i, r := range order {
+		g.spans = append(g.spans, roundSpan{row: r, from: windowStart})
 		windowStart = g.runRound(r, i, ran[r], windowStart)
 		ran[r]++
 	}
@@ -318,6 +352,7 @@ func (g *group) runRound(r *row, i, nth int, from Instant) (to Instant) {
 	time.Sleep(250 * time.Millisecond) // answers produced before `to` arrive
 	answers, acks := g.rec.Snapshot()
 	res := Check(answers, acks, from, to)
+	g.tenures.add(answers, acks)
 	g.rec.Prune(to.Add(-horizon(g.timing)))
 
 	line := fmt.Sprintf("%s round %d: %s", r.name(), i+1, leaderName)
@@ -566,7 +601,7 @@ func selfCheck() error {
 }
 
 // report prints the table and the final line; it returns the exit code.
-func report(rows []*row) int {
+func report(rows []*row, writers bool) int {
 	w := os.Stdout
 	lowest := 0.0
 	for i, r := range rows {
@@ -578,8 +613,8 @@ func report(rows []*row) int {
 	}
 	fmt.Fprintf(w, "\n%severy surface asked every %v (lowest round median: %.0f Hz)\n",
 		durationsHeader(rows), samplePeriod, lowest)
-	fmt.Fprintf(w, "%-34s %6s %8s %8s %10s %9s %9s %9s %6s\n", "fault [config]", "rounds", "overlaps",
-		"broken", "tokens", "hand p50", "hand p99", "hand max", "stalls")
+	fmt.Fprintf(w, "%-34s %6s %8s %8s %10s %9s %9s %9s %6s %9s %9s\n", "fault [config]", "rounds", "overlaps",
+		"broken", "tokens", "hand p50", "hand p99", "hand max", "stalls", "stale acc", "stale ref")
 	passed, failed := 0, 0
 	for _, r := range rows {
 		p50, p99, pmax := "-", "-", "-"
@@ -593,10 +628,22 @@ func report(rows []*row) int {
 		} else {
 			passed++
 		}
-		fmt.Fprintf(w, "%-34s %6d %8d %8d %10s %9s %9s %9s %6d  %s\n", r.name(), r.rounds, r.overlaps,
-			r.broken, fmt.Sprintf("%d/%d", r.tokensOK, r.tokensBad), p50, p99, pmax, r.stalls, verdict)
+		staleAcc, staleRef := "-", "-"
+		if writers {
+			staleAcc, staleRef = strconv.Itoa(r.staleAccepted+r.fenceOther), strconv.Itoa(r.staleRefused)
+		}
+		fmt.Fprintf(w, "%-34s %6d %8d %8d %10s %9s %9s %9s %6d %9s %9s  %s\n", r.name(), r.rounds, r.overlaps,
+			r.broken, fmt.Sprintf("%d/%d", r.tokensOK, r.tokensBad), p50, p99, pmax, r.stalls, staleAcc, staleRef, verdict)
 	}
 	fmt.Fprintln(w, "tokens: term changes with token (and revision) increasing / not; hand: fault to the next leader's first answer")
+	if writers {
+		writes, refused := 0, 0
+		for _, r := range rows {
+			writes, refused = writes+r.writes, refused+r.staleRefused
+		}
+		fmt.Fprintf(w, "stale acc/ref: fenced writes into PostgreSQL of a term older than one the store had accepted, accepted (fencecheck's findings) / refused by the fence; %d writes accepted, %d refused in all\n",
+			writes, refused)
+	}
 	var leftOut []string
 	for _, r := range rows {
 		leftOut = append(leftOut, r.leftOut...)

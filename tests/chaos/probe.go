@@ -111,6 +111,27 @@ type probe struct {
 	ledOn    uint8   // bit s: surface s has answered leader for token since
 	acked    int32   // the last term it acknowledged, if ackedAny
 	ackedAny bool
+	// The leader answers of the term it works for, as its writer sees them.
+	revision int64   // their fencing revision
+	until    Instant // the latest validUntilBoottime among them
+
+	// writeMu is held by the member's writer during a write; an
+	// acknowledgement waits for it, so no write outlives the work.
+	writeMu sync.Mutex
+}
+
+// leaderView is what the application was last told of its term.
+type leaderView struct {
+	working  bool // its leader work runs
+	token    int32
+	revision int64
+	until    Instant // validity: the latest validUntilBoottime of the term's answers
+}
+
+func (p *probe) view() leaderView {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return leaderView{p.working, p.token, p.revision, p.until}
 }
 
 func startProbe(m *sidecars.Member, rec *Recorder, ackVia *atomic.Int32, anon *atomic.Int32) (*probe, error) {
@@ -344,9 +365,11 @@ func (p *probe) application(a Answer) {
 	}
 	if leading && !p.working && (a.Token != p.acked || !p.ackedAny) {
 		p.working, p.token, p.since, p.ledOn = true, a.Token, a.Recv, 0
+		p.revision, p.until = a.Revision, 0
 	}
 	if p.working && leading && a.Token == p.token {
 		p.ledOn |= 1 << a.Surface
+		p.until = max(p.until, a.ValidUntil)
 	}
 	p.ackedAny = p.ackedAny || ack
 	p.mu.Unlock()
@@ -362,6 +385,10 @@ func (p *probe) application(a Answer) {
 // acknowledge tells the sidecar the application's leader work for token has
 // ended, and records it.
 func (p *probe) acknowledge(token int32) {
+	// The work has stopped (p.working is false): once a write in flight
+	// has ended, none will start.
+	p.writeMu.Lock()
+	p.writeMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
 	ack := Ack{Member: p.m.Name, Client: p.client, Token: token, At: Now()}
 	p.ackSent.Add(1)
 	var err error

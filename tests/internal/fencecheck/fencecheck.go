@@ -14,7 +14,9 @@
 //     transaction, while it holds the fence row's lock).
 //   - Fences, by the store: the fence table, the newest term per key.
 //   - Tenures, by the harness: every term it saw lead, from its first leader
-//     answer until it certainly no longer led (released or lapsed).
+//     answer until it certainly no longer led (released or lapsed). One
+//     election's terms: a History is one election and the keys its leaders
+//     write (check several with Check each and Result.Add).
 //
 // Check verifies four rules over it (see Rule). Stale writes, the ones the
 // fence exists for, are the attempts of a term older than one whose write
@@ -174,6 +176,18 @@ type Result struct {
 	// Per key: the attempts, those accepted, and those the fence refused
 	// (stale writes it stopped).
 	Attempts, Accepted, Refused map[string]int
+}
+
+// Add appends o (the Result of another History: another election and its
+// keys) to r, so that one table shows both.
+func (r *Result) Add(o Result) {
+	r.Lines = append(r.Lines, o.Lines...)
+	r.Findings = append(r.Findings, o.Findings...)
+	for _, m := range [][2]map[string]int{{r.Attempts, o.Attempts}, {r.Accepted, o.Accepted}, {r.Refused, o.Refused}} {
+		for k, n := range m[1] {
+			m[0][k] += n
+		}
+	}
 }
 
 // Passed says whether every rule held.

@@ -175,3 +175,23 @@ func TestRevisionsCompareAsIntegers(t *testing.T) {
 		}
 	}
 }
+
+func TestResultsOfTwoElectionsAddUp(t *testing.T) {
+	r := Check(goodHistory())
+	bad := goodHistory()
+	bad.Fences = nil
+	for i := range bad.Attempts {
+		bad.Attempts[i].Key = "other"
+	}
+	for i := range bad.Accepted {
+		bad.Accepted[i].Key = "other"
+	}
+	r.Add(Check(bad))
+	if len(r.Lines) != 8 || r.Passed() || r.Refused["k"] != 1 || r.Refused["other"] != 1 {
+		t.Errorf("lines %d, passed %v, refused %v", len(r.Lines), r.Passed(), r.Refused)
+	}
+	var out bytes.Buffer
+	if p, f := r.Print(&out); p != 7 || f != 1 {
+		t.Errorf("Print: %d passed, %d failed; want 7, 1:\n%s", p, f, out.String())
+	}
+}
