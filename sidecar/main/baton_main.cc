@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +27,6 @@
 #include "absl/synchronization/mutex.h"
 #include "sidecar/common/build_info.h"
 #include "sidecar/common/log.h"
-#include "sidecar/common/startup_pages.h"
 #include "sidecar/common/version.h"
 #include "sidecar/kube/kubeconfig.h"
 #include "sidecar/kube/rest_config.h"
@@ -277,22 +275,9 @@ absl::StatusOr<run::Runner::Options> RunOptionsFromFlags(const std::vector<std::
   return options;
 }
 
-// Waits for one of `signals` (blocked in every thread). Once the sidecar has
-// run for kStartupOver, its first reads, acquisition or renewals are done,
-// and the code only start-up ran is paged out (see startup_pages.h).
+// Waits for one of `signals` (blocked in every thread).
 int AwaitShutdownSignal(const sigset_t& signals) {
-  constexpr timespec kStartupOver = {.tv_sec = 10, .tv_nsec = 0};
   int sig = -1;
-  do {
-    sig = sigtimedwait(&signals, nullptr, &kStartupOver);
-  } while (sig < 0 && errno == EINTR);
-  if (sig > 0) return sig;
-  if (absl::StatusOr<size_t> released = ReleaseStartupPages(); released.ok()) {
-    spdlog::debug("event=startup_pages_released bytes={}", *released);
-  } else {
-    spdlog::warn("event=startup_pages_kept error={} next=\"running with them resident\"",
-                 LogValue(released.status().ToString()));
-  }
   sigwait(&signals, &sig);
   return sig;
 }
