@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,7 +20,10 @@ import (
 
 // The benchmarks here are run by bench/handover (BATON_BENCH=1); they print
 // tables and assert nothing about time. Knobs: BATON_BENCH_ROUNDS (6),
-// BATON_BENCH_PROFILES (defaults,tight), BATON_BENCH_WINDOW_SECONDS (30).
+// BATON_BENCH_PROFILES (defaults,tight), BATON_BENCH_WINDOW_SECONDS (30),
+// BATON_BENCH_ROWS (every row; names as the table's last column prints
+// them, comma-separated), BATON_BENCH_IDLE_SECONDS (0: members idle before
+// each round's event, each baton sidecar from its own copy of the binary).
 
 // benchProfile is one set of durations, given to baton and client-go alike.
 type benchProfile struct {
@@ -59,15 +63,46 @@ func selectedProfiles(t *testing.T) []benchProfile {
 
 // handoverEvent is what is done to the leader.
 type handoverEvent struct {
-	name string
+	name string // the table's
+	key  string // in the row's name (BATON_BENCH_ROWS)
 	do   func(*sidecars.Member) error
 }
 
 var (
-	sigterm = handoverEvent{"SIGTERM", func(m *sidecars.Member) error { m.Signal(syscall.SIGTERM); return nil }}
-	kill9   = handoverEvent{"kill -9", func(m *sidecars.Member) error { m.Signal(syscall.SIGKILL); return nil }}
-	resign  = handoverEvent{"POST /resign", (*sidecars.Member).Resign}
+	sigterm = handoverEvent{"SIGTERM", "sigterm", func(m *sidecars.Member) error { m.Signal(syscall.SIGTERM); return nil }}
+	kill9   = handoverEvent{"kill -9", "kill9", func(m *sidecars.Member) error { m.Signal(syscall.SIGKILL); return nil }}
+	resign  = handoverEvent{"POST /resign", "resign", (*sidecars.Member).Resign}
 )
+
+// rowName names the row of kind k and event ev, as BATON_BENCH_ROWS does.
+func rowName(k handoverKind, ev handoverEvent) string { return k.name + "/" + ev.key }
+
+// selectedRows are the row names listed in $BATON_BENCH_ROWS; nil: every row.
+func selectedRows(t *testing.T) map[string]bool {
+	names := os.Getenv("BATON_BENCH_ROWS")
+	if names == "" {
+		return nil
+	}
+	var all []string
+	for _, k := range handoverKinds {
+		for _, ev := range k.events {
+			all = append(all, rowName(k, ev))
+		}
+	}
+	rows := map[string]bool{}
+	for _, name := range strings.Split(names, ",") {
+		name = strings.TrimSpace(name)
+		found := false
+		for _, r := range all {
+			found = found || r == name
+		}
+		if !found {
+			t.Fatalf("BATON_BENCH_ROWS: unknown row %q (%s)", name, strings.Join(all, ", "))
+		}
+		rows[name] = true
+	}
+	return rows
+}
 
 // handoverKind is one kind of row: what the members run, the application
 // beside each of them, and what is done to the leader.
@@ -79,7 +114,44 @@ type handoverKind struct {
 	events []handoverEvent
 }
 
-func startSidecar(e *env, _ benchProfile, name string) *sidecars.Member { return e.sidecar(name) }
+// startSidecar starts a baton sidecar. With BATON_BENCH_IDLE_SECONDS set it
+// runs a fresh copy of the binary of its own, as sidecars on different
+// nodes do: the kernel pages out no page that another process maps, so
+// members sharing one file would hide what a sidecar's idle time does to
+// its code.
+func startSidecar(e *env, _ benchProfile, name string) *sidecars.Member {
+	if envInt("BATON_BENCH_IDLE_SECONDS", 0) == 0 {
+		return e.sidecar(name)
+	}
+	e.t.Helper()
+	return sidecars.StartInTest(e.t, sidecars.Spec{Kind: sidecars.Baton, Binary: ownCopy(e.t, sidecars.BatonBinary(e.t)),
+		Name: name, Election: e.Election})
+}
+
+// ownCopy copies the file bin into a new temporary directory, synced, and
+// returns the copy's path.
+func ownCopy(t *testing.T, bin string) string {
+	t.Helper()
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), filepath.Base(bin))
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync() // clean pages, as an image layer's are
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 var (
 	unnamedPoller = &sidecars.Reader{Period: 100 * time.Millisecond}
@@ -101,6 +173,7 @@ var handoverKinds = []handoverKind{
 // handoverRow is one line of the table.
 type handoverRow struct {
 	profile, label, event string
+	name                  string // rowName
 	took                  []time.Duration
 	stalls                int // rounds in which nobody else led within handoverTimeout
 	tally                 sidecars.Tally
@@ -134,12 +207,24 @@ func TestHandoverBenchmark(t *testing.T) {
 		t.Skip("a benchmark: run bench/handover")
 	}
 	rounds := envInt("BATON_BENCH_ROUNDS", 6)
+	idle := time.Duration(envInt("BATON_BENCH_IDLE_SECONDS", 0)) * time.Second
 	profiles := selectedProfiles(t)
+	selected := selectedRows(t)
 	bin := sidecars.BatonBinary(t)
 	var rows []handoverRow
 	for _, p := range profiles {
 		for _, k := range handoverKinds {
-			t.Run(p.name+"/"+k.name, func(t *testing.T) { rows = append(rows, runHandovers(t, p, k, rounds)...) })
+			var events []handoverEvent
+			for _, ev := range k.events {
+				if selected == nil || selected[rowName(k, ev)] {
+					events = append(events, ev)
+				}
+			}
+			if len(events) == 0 {
+				continue
+			}
+			k.events = events
+			t.Run(p.name+"/"+k.name, func(t *testing.T) { rows = append(rows, runHandovers(t, p, k, rounds, idle)...) })
 		}
 	}
 
@@ -149,12 +234,15 @@ func TestHandoverBenchmark(t *testing.T) {
 	}
 	fmt.Printf("\nhandover: from the event done to the leader to the first isLeader answer of another member\n")
 	fmt.Printf("3 members a group, %d rounds a row; baton modified %s\n", rounds, built)
+	if idle > 0 {
+		fmt.Printf("members idle %v before each event; each baton sidecar runs its own copy of the binary\n", idle)
+	}
 	for _, p := range profiles {
 		fmt.Printf("  %-8s %v; baton run --stop-grace=%v\n", p.name, p.durations, p.stopGrace)
 	}
 	fmt.Printf("\n%-8s  %-28s  %-12s  %2s  %8s  %8s  %8s   %20s\n", "", "", "", "", "", "", "", "promises broken")
-	fmt.Printf("%-8s  %-28s  %-12s  %2s  %8s  %8s  %8s   %9s  %9s\n",
-		"profile", "elector / reader", "event", "n", "p50", "p99", "max", "2 leaders", "overtaken")
+	fmt.Printf("%-8s  %-28s  %-12s  %2s  %8s  %8s  %8s   %9s  %9s  %s\n",
+		"profile", "elector / reader", "event", "n", "p50", "p99", "max", "2 leaders", "overtaken", "row")
 	var answers int
 	var stalled []string
 	for _, r := range rows {
@@ -166,8 +254,8 @@ func TestHandoverBenchmark(t *testing.T) {
 		if r.tally.Promises > 0 {
 			overtaken = strconv.Itoa(r.tally.Overtaken)
 		}
-		fmt.Printf("%-8s  %-28s  %-12s  %2d  %8s  %8s  %8s   %9d  %9s\n",
-			r.profile, r.label, r.event, len(r.took), p50, p99, worst, r.tally.BothLead, overtaken)
+		fmt.Printf("%-8s  %-28s  %-12s  %2d  %8s  %8s  %8s   %9d  %9s  %s\n",
+			r.profile, r.label, r.event, len(r.took), p50, p99, worst, r.tally.BothLead, overtaken, r.name)
 		answers += r.tally.Answers
 		if r.stalls > 0 {
 			stalled = append(stalled, fmt.Sprintf("%s %s %s: %d", r.profile, r.label, r.event, r.stalls))
@@ -186,8 +274,10 @@ func TestHandoverBenchmark(t *testing.T) {
 // shutdown grace and then the Lease's expiry, with room.
 func handoverTimeout(d sidecars.Durations) time.Duration { return 2*d.Lease + 10*time.Second }
 
-// runHandovers runs the rows of kind k at profile p in one group.
-func runHandovers(t *testing.T, p benchProfile, k handoverKind, rounds int) []handoverRow {
+// runHandovers runs the rows of kind k at profile p in one group; before
+// each round's event the members stay idle for idle (beyond their readers'
+// questions).
+func runHandovers(t *testing.T, p benchProfile, k handoverKind, rounds int, idle time.Duration) []handoverRow {
 	e := withWatch(t)
 	e.Durations = p.durations
 	d := p.durations
@@ -219,8 +309,9 @@ func runHandovers(t *testing.T, p benchProfile, k handoverKind, rounds int) []ha
 	from := proc.Boottime()
 	var rows []handoverRow
 	for _, ev := range k.events {
-		row := handoverRow{profile: p.name, label: k.label, event: ev.name}
+		row := handoverRow{profile: p.name, label: k.label, event: ev.name, name: rowName(k, ev)}
 		for i := 0; i < rounds; i++ {
+			time.Sleep(idle)
 			old := leader()
 			at := proc.Boottime()
 			if err := ev.do(old); err != nil {
