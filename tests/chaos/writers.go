@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -170,61 +171,102 @@ func (w *writer) tick(p *probe) {
 
 // tenures keeps, per group, every term the probes saw lead: from its first
 // leader answer until it certainly neither led nor had a promise
-// outstanding. Rounds add what they saw; a term seen in several rounds'
-// answers is merged.
+// outstanding. Rounds add what they saw (their snapshots overlap); the ends
+// are computed in list, once every acknowledgement is known: one that comes
+// in a later round still ends a promise an earlier round saw.
 type tenures struct {
-	mu sync.Mutex
-	m  map[termKey]*fencecheck.Tenure
+	mu    sync.Mutex
+	terms map[termKey]*tenure
+	acks  map[ackKey][]Ack // acknowledged ones, each once
 }
 
-// add merges the terms of answers (and the acknowledgements that ended
-// their promises early, as Check counts them).
+// tenure is what is known of one term.
+type tenure struct {
+	first Instant // At of its first leader answer
+	led   Instant // the latest instant it certainly led
+	// Per client, the promises no other dominates (one produced no earlier
+	// and lasting no shorter): an acknowledgement that ends a promise ends
+	// every promise it dominates. Usually one per client.
+	promises map[string][]promise
+}
+
+type promise struct{ produced, until Instant }
+
+// add records the terms of answers and the acknowledgements in acks.
 func (ts *tenures) add(answers []Answer, acks []Ack) {
-	acked := map[ackKey][]Ack{}
-	for _, a := range acks {
-		if a.Acknowledged {
-			k := ackKey{a.Member, a.Client, a.Token}
-			acked[k] = append(acked[k], a)
-		}
-	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	if ts.m == nil {
-		ts.m = map[termKey]*fencecheck.Tenure{}
+	if ts.terms == nil {
+		ts.terms, ts.acks = map[termKey]*tenure{}, map[ackKey][]Ack{}
+	}
+	for _, a := range acks {
+		k := ackKey{a.Member, a.Client, a.Token}
+		if a.Acknowledged && !slices.ContainsFunc(ts.acks[k], func(b Ack) bool { return b.At == a.At }) {
+			ts.acks[k] = append(ts.acks[k], a)
+		}
 	}
 	for i := range answers {
 		a := &answers[i]
 		if !a.IsLeader || !a.Surface.hasToken() {
 			continue
 		}
-		lo, _ := a.Window()
-		end := lo // certainly led then
-		if _, until, ok := a.Promise(); ok {
-			for _, ack := range acked[ackKey{a.Member, a.Client, a.Token}] {
-				if a.Client != "" && lo <= ack.Done && ack.At < until {
-					until = ack.At
-				}
-			}
-			end = max(end, until)
-		}
 		k := keyOf(a)
-		t := ts.m[k]
+		t := ts.terms[k]
 		if t == nil {
-			t = &fencecheck.Tenure{Term: fencecheck.Term{Holder: k.member, Token: k.token,
-				Revision: strconv.FormatInt(k.revision, 10)}, First: fencecheck.Instant(a.At())}
-			ts.m[k] = t
+			t = &tenure{first: a.At(), promises: map[string][]promise{}}
+			ts.terms[k] = t
 		}
-		t.First = min(t.First, fencecheck.Instant(a.At()))
-		t.End = max(t.End, fencecheck.Instant(end))
+		lo, _ := a.Window()
+		t.first, t.led = min(t.first, a.At()), max(t.led, lo)
+		if _, until, ok := a.Promise(); ok {
+			t.promises[a.Client] = addPromise(t.promises[a.Client], promise{lo, until})
+		}
 	}
 }
 
+// addPromise adds p to the frontier ps unless one there dominates it.
+func addPromise(ps []promise, p promise) []promise {
+	for _, q := range ps {
+		if q.produced >= p.produced && q.until >= p.until {
+			return ps
+		}
+	}
+	keep := ps[:0]
+	for _, q := range ps {
+		if !(p.produced >= q.produced && p.until >= q.until) {
+			keep = append(keep, q)
+		}
+	}
+	return append(keep, p)
+}
+
+// list returns the terms, ordered by first answer. A term ends at the
+// latest of: the last instant it certainly led, and the end of each of its
+// promises, which an acknowledgement of its client and token that the
+// sidecar may have processed after producing it ends early, when sent (as
+// Check counts it); anonymous promises only lapse.
 func (ts *tenures) list() []fencecheck.Tenure {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	out := make([]fencecheck.Tenure, 0, len(ts.m))
-	for _, t := range ts.m {
-		out = append(out, *t)
+	out := make([]fencecheck.Tenure, 0, len(ts.terms))
+	for k, t := range ts.terms {
+		end := t.led
+		for client, ps := range t.promises {
+			for _, p := range ps {
+				until := p.until
+				if client != "" {
+					for _, ack := range ts.acks[ackKey{k.member, client, k.token}] {
+						if p.produced <= ack.Done && ack.At < until {
+							until = ack.At
+						}
+					}
+				}
+				end = max(end, until)
+			}
+		}
+		out = append(out, fencecheck.Tenure{
+			Term:  fencecheck.Term{Holder: k.member, Token: k.token, Revision: strconv.FormatInt(k.revision, 10)},
+			First: fencecheck.Instant(t.first), End: fencecheck.Instant(end)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].First < out[j].First })
 	return out
