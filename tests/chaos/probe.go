@@ -388,7 +388,7 @@ func (p *probe) acknowledge(token int32) {
 	// The work has stopped (p.working is false): once a write in flight
 	// has ended, none will start.
 	p.writeMu.Lock()
-	p.writeMu.Unlock() //nolint:staticcheck // a barrier, not a critical section
+	p.writeMu.Unlock() // a barrier, not a critical section
 	ack := Ack{Member: p.m.Name, Client: p.client, Token: token, At: Now()}
 	p.ackSent.Add(1)
 	var err error
