@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <exception>
 #include <optional>
 #include <sstream>
 #include <string_view>
@@ -422,18 +421,11 @@ absl::Status HttpServer::Start() {
   net::dispatch(acceptor_.get_executor(), [this] { Accept(); });
   if (refresher_ != nullptr) refresher_->Start();
   for (int i = 0; i < options_.threads; ++i) {
-    threads_.emplace_back([this] {
-      // Handlers do not throw; should one ever, log it and keep serving
-      // rather than take the sidecar down.
-      for (;;) {
-        try {
-          ioc_.run();
-          return;
-        } catch (const std::exception& e) {
-          spdlog::error("event=http_handler_exception what={} action=continue", LogValue(e.what()));
-        }
-      }
-    });
+    // Handlers do not throw. One that did would leave its session, and
+    // perhaps what it was answering, half done; rather than serve on from
+    // that state, the exception ends the process (fail-stop): readers then
+    // get no answer, and the Lease's expiry covers every promise given.
+    threads_.emplace_back([this] { ioc_.run(); });
   }
   spdlog::info("event=http_listening addr={} port={}", options_.address, bound_port);
   return absl::OkStatus();
