@@ -183,47 +183,69 @@ func (cp *controlPlane) startEtcd() error {
 }
 
 // startAPIServer starts kube-apiserver and waits up to timeout for /readyz.
+// One that exits while starting is started again within the same timeout,
+// as a kubelet restarts a static Pod: on a busy machine a slow etcd makes its
+// post-start hooks time out, and it exits (start-service-ip-repair-controllers
+// under the fault harness beside a CI build).
 func (cp *controlPlane) startAPIServer(timeout time.Duration) error {
-	var err error
-	cp.apiserver, err = cp.startChild("kube-apiserver",
-		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.ports.etcdClient),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", cp.ports.apiserver),
-		"--tls-cert-file="+cp.pki.servingCert(),
-		"--tls-private-key-file="+cp.pki.servingKey(),
-		"--client-ca-file="+cp.pki.caCert(),
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+cp.pki.serviceAccountPub(),
-		"--service-account-signing-key-file="+cp.pki.serviceAccountKey(),
-		"--service-cluster-ip-range=10.96.0.0/16",
-		// No kubelet or controllers run here: nothing would reconcile
-		// endpoints, and the ServiceAccount admission plugin would wait for a
-		// token controller that never comes.
-		"--endpoint-reconciler-type=none",
-		"--disable-admission-plugins=ServiceAccount",
-		"--cert-dir="+filepath.Join(cp.dir, "apiserver-certs"),
-		"--v=1",
-	)
-	if err != nil {
-		return err
-	}
 	client, err := cp.adminHTTPClient()
 	if err != nil {
 		return err
 	}
-	return waitFor("kube-apiserver", timeout, func() error {
-		resp, err := client.Get(cp.serverURL() + "/readyz")
+	deadline := time.Now().Add(timeout)
+	for attempt := 1; ; attempt++ {
+		apiserver, err := cp.startChild("kube-apiserver",
+			fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", cp.ports.etcdClient),
+			"--bind-address=127.0.0.1",
+			"--advertise-address=127.0.0.1",
+			fmt.Sprintf("--secure-port=%d", cp.ports.apiserver),
+			"--tls-cert-file="+cp.pki.servingCert(),
+			"--tls-private-key-file="+cp.pki.servingKey(),
+			"--client-ca-file="+cp.pki.caCert(),
+			"--authorization-mode=RBAC",
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file="+cp.pki.serviceAccountPub(),
+			"--service-account-signing-key-file="+cp.pki.serviceAccountKey(),
+			"--service-cluster-ip-range=10.96.0.0/16",
+			// No kubelet or controllers run here: nothing would reconcile
+			// endpoints, and the ServiceAccount admission plugin would wait for a
+			// token controller that never comes.
+			"--endpoint-reconciler-type=none",
+			"--disable-admission-plugins=ServiceAccount",
+			"--cert-dir="+filepath.Join(cp.dir, "apiserver-certs"),
+			"--v=1",
+		)
 		if err != nil {
 			return err
 		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s", resp.Status)
+		cp.apiserver = apiserver
+		err = waitFor("kube-apiserver", time.Until(deadline), func() error {
+			select {
+			case <-apiserver.done:
+				return errExited
+			default:
+			}
+			resp, err := client.Get(cp.serverURL() + "/readyz")
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("/readyz: %s", resp.Status)
+			}
+			return nil
+		})
+		if !errors.Is(err, errExited) {
+			return err
 		}
-		return nil
-	})
+		// The exit was reported on cp.exited; take it, unless etcd's came first.
+		if name := <-cp.exited; name != apiserver.name {
+			return fmt.Errorf("%s exited unexpectedly; see %s", name, cp.logPath(name))
+		}
+		log.Printf("kube-apiserver exited while starting (attempt %d; see %s): starting it again",
+			attempt, cp.logPath(apiserver.name))
+		time.Sleep(time.Second)
+	}
 }
 
 // child is one process the launcher started.
@@ -327,12 +349,20 @@ func freePorts() (ports, error) {
 	return ports{etcdClient: got[0], etcdPeer: got[1], apiserver: got[2]}, nil
 }
 
+// errExited, from a waitFor check, ends the wait at once: what it waits
+// for can no longer become ready.
+var errExited = errors.New("the process exited")
+
+// waitFor calls check every 50ms until it returns nil, errExited, or timeout
+// has passed.
 func waitFor(what string, timeout time.Duration, check func() error) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for time.Now().Before(deadline) {
 		if last = check(); last == nil {
 			return nil
+		} else if errors.Is(last, errExited) {
+			return fmt.Errorf("%s: %w", what, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
