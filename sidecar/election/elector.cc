@@ -180,13 +180,14 @@ MonoTime Elector::Resign() {
     return next_step_;
   }
   BeginStepDown();
+  const int32_t resigned_transitions = term_->lease_transitions;
   StopHolding("stepped_down", "resign");
   ReleaseIfOurs("resign");
   stepping_down_ = false;
   const MonoTime now = clock_->Monotonic();
   // Without this, the next Step would find the Lease free and take it straight
   // back, so resigning would hand over nothing.
-  resign_hold_off_until_ = now + options_.lease_duration;
+  resign_hold_off_ = ResignHoldOff{now + options_.lease_duration, resigned_transitions};
   const MonoTime next = Schedule(now, true);
   spdlog::info(
       "event=resigned lease={} next=\"campaign again once another holder has acquired the "
@@ -250,7 +251,7 @@ MonoTime Elector::ActAt(MonoTime now) const {
   // can renew in it): the claims decide when the new term leads instead.
   const bool take_now = may_hide_term_ && record_ && record_->holder_identity.empty();
   if (claimed_until_ && !take_now) return *claimed_until_;
-  return resign_hold_off_until_ ? std::max(now, *resign_hold_off_until_) : now;
+  return resign_hold_off_ ? std::max(now, resign_hold_off_->until) : now;
 }
 
 std::optional<int32_t> Elector::NextToken() const {
@@ -348,7 +349,11 @@ void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
 
   const bool ours = record && IsOurs(*record);
   if (ours && !term_->revision) term_->revision = ResourceVersionNumber(record->resource_version);
-  if (record && !record->holder_identity.empty() && !ours) resign_hold_off_until_.reset();
+  if (record && resign_hold_off_ &&
+      ((!record->holder_identity.empty() && !ours) ||
+       record->lease_transitions > resign_hold_off_->resigned_transitions)) {
+    resign_hold_off_.reset();
+  }
   if (holding_ && !ours) StopHolding("lost", record ? "lease_changed_hands" : "lease_deleted");
 
   const std::string holder = record ? record->holder_identity : "";

@@ -326,9 +326,15 @@ class Elector {
   // The listener has been told of this term (OnAcquired).
   bool announced_ = false;
   bool stepping_down_ = false;
-  // After Resign(): do not take the Lease back before this, unless someone
-  // else has acquired it meanwhile (which clears it).
-  std::optional<MonoTime> resign_hold_off_until_;
+  // After Resign(): do not take the Lease back before `until`, unless someone
+  // else has acquired it meanwhile (which clears it): a record held by
+  // another, or one whose leaseTransitions passed the resigned term's, since
+  // a term can begin and end between two records this elector sees.
+  struct ResignHoldOff {
+    MonoTime until;
+    int32_t resigned_transitions = 0;
+  };
+  std::optional<ResignHoldOff> resign_hold_off_;
 
   // Scheduling and health.
   bool watch_available_ = false;

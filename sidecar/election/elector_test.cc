@@ -1124,6 +1124,22 @@ TEST_F(ElectorTest, ResignCampaignsNormallyOnceAnotherHolderHasAcquired) {
   EXPECT_EQ(store_.Current()->lease_transitions, 2);
 }
 
+TEST_F(ElectorTest, ResignCampaignsOnceTheTransitionsShowATermItNeverSawHeld) {
+  elector_->SetWatchAvailable(true);
+  Acquire();
+  elector_->Resign();
+  clock_.Advance(absl::Seconds(1));
+  // Another member took the Lease and released it again between two records
+  // this one saw (a watch under load coalesces them): only the count of
+  // transitions tells that another term began.
+  LeaseRecord released = *store_.Current();
+  released.lease_transitions = 1;
+  EXPECT_EQ(elector_->Observe(Seen(store_.Set(released))), Now());
+  elector_->Step();
+  EXPECT_EQ(Holder(), elector_->Snapshot().identity);
+  EXPECT_EQ(store_.Current()->lease_transitions, 2);
+}
+
 TEST_F(ElectorTest, ResignWhenNotHoldingDoesNothing) {
   SetLease("other");
   elector_->Step();
