@@ -80,7 +80,7 @@ KubeClient::KubeClient(RestConfig config, KubeClientOptions options, HttpsClient
       exec_(std::move(exec)),
       https_options_(std::move(https)) {
   if (!config_.bearer_token_file.empty()) {
-    token_file_ = std::make_unique<TokenFile>(config_.bearer_token_file);
+    token_file_ = std::make_unique<TokenFile>(config_.bearer_token_file, options_.clock);
   }
 }
 
@@ -187,15 +187,15 @@ absl::StatusOr<HttpRequest> KubeClient::NewRequest(ApiVerb verb, absl::string_vi
   return req;
 }
 
-void KubeClient::Observe(ApiVerb verb, int http_code, absl::Time start) const {
+void KubeClient::Observe(ApiVerb verb, int http_code, MonoTime start) const {
   if (!options_.observer) return;
   const absl::string_view name = ApiVerbName(verb);
-  options_.observer(ToStd(name), http_code, absl::Now() - start);
+  options_.observer(ToStd(name), http_code, options_.clock->Monotonic() - start);
 }
 
 absl::StatusOr<HttpResponse> KubeClient::Send(ApiVerb verb, absl::string_view path,
                                               std::string body) {
-  const absl::Time start = absl::Now();
+  const MonoTime start = options_.clock->Monotonic();
   const Deadline deadline = DeadlineIn(config_.request_timeout);
   absl::StatusOr<HttpRequest> req = NewRequest(verb, path, std::move(body));
   if (!req.ok()) return req.status();
@@ -233,7 +233,7 @@ absl::StatusOr<boost::json::value> KubeClient::Call(ApiVerb verb, absl::string_v
 absl::Status KubeClient::Watch(absl::string_view path, absl::Duration server_timeout,
                                absl::FunctionRef<void()> on_open,
                                absl::FunctionRef<absl::Status(absl::string_view)> on_data) {
-  const absl::Time start = absl::Now();
+  const MonoTime start = options_.clock->Monotonic();
   absl::StatusOr<HttpRequest> req = NewRequest(ApiVerb::kWatch, path, "");
   if (!req.ok()) return req.status();
   std::unique_ptr<HttpsClient> conn = Acquire();

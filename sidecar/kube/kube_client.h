@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "boost/json/value.hpp"
+#include "sidecar/common/clock.h"
 #include "sidecar/kube/api_errors.h"
 #include "sidecar/kube/exec_credential.h"
 #include "sidecar/kube/https_client.h"
@@ -49,6 +50,8 @@ using RequestObserver =
 
 struct KubeClientOptions {
   RequestObserver observer;
+  // Times the observer's latencies and ages the bearer token.
+  const Clock* clock = SystemClock();
   // Largest response body accepted (watch: largest single event).
   size_t max_response_bytes = 4 << 20;
   // Idle keep-alive connections kept for reuse.
@@ -113,7 +116,7 @@ class KubeClient {
   absl::Status RefreshExecCredential(std::string& token) ABSL_LOCKS_EXCLUDED(mu_);
   // After an answer: a 401 makes the exec plugin run again next time.
   void OnAnswer(int http_code);
-  void Observe(ApiVerb verb, int http_code, absl::Time start) const;
+  void Observe(ApiVerb verb, int http_code, MonoTime start) const;
 
   const RestConfig config_;
   const KubeClientOptions options_;

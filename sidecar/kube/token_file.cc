@@ -15,10 +15,11 @@ absl::StatusOr<std::string> TokenFile::Current() {
   if (::stat(path_.c_str(), &st) == 0) {
     now_identity = {st.st_dev, st.st_ino, st.st_size, st.st_mtim};
   }
-  const absl::Time now = absl::Now();
+  const MonoTime now = clock_->Monotonic();
   {
     absl::MutexLock lock(&mu_);
-    if (!token_.empty() && now_identity == identity_ && now - read_at_ < kMaxTokenAge) {
+    if (!token_.empty() && now_identity == identity_ && read_at_ &&
+        now - *read_at_ < kMaxTokenAge) {
       return token_;
     }
   }

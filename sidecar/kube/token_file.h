@@ -14,12 +14,14 @@
 
 #include <sys/stat.h>
 
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "sidecar/common/clock.h"
 
 namespace baton::kube {
 
@@ -29,7 +31,9 @@ class TokenFile {
   // though the file looks unchanged.
   static constexpr absl::Duration kMaxTokenAge = absl::Minutes(1);
 
-  explicit TokenFile(std::string path) : path_(std::move(path)) {}
+  // Ages the token on `clock`'s monotonic time.
+  explicit TokenFile(std::string path, const Clock* clock = SystemClock())
+      : path_(std::move(path)), clock_(clock) {}
 
   TokenFile(const TokenFile&) = delete;
   TokenFile& operator=(const TokenFile&) = delete;
@@ -54,10 +58,11 @@ class TokenFile {
   };
 
   const std::string path_;
+  const Clock* const clock_;
   absl::Mutex mu_;
   std::string token_ ABSL_GUARDED_BY(mu_);
   FileIdentity identity_ ABSL_GUARDED_BY(mu_);
-  absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  std::optional<MonoTime> read_at_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace baton::kube

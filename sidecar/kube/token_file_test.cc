@@ -1,8 +1,12 @@
 #include "sidecar/kube/token_file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <cstdio>
 
 #include "gtest/gtest.h"
+#include "sidecar/common/fake_clock.h"
 #include "sidecar/kube/testing/test_files.h"
 
 namespace baton::kube {
@@ -49,6 +53,23 @@ TEST_F(TokenFileTest, KeepsTheLastGoodTokenWhileTheFileIsMissingOrEmpty) {
   EXPECT_EQ(*token.Current(), "first");
   ReplaceFile(path_, "third");
   EXPECT_EQ(*token.Current(), "third");
+}
+
+TEST_F(TokenFileTest, RereadsAnUnchangedLookingFileOnceTheTokenAgesOut) {
+  FakeClock clock;
+  TokenFile token(path_, &clock);
+  ASSERT_EQ(*token.Current(), "first");
+  // Rewritten in place, same size, its mtime put back: stat sees no change.
+  struct stat before {};
+  ASSERT_EQ(::stat(path_.c_str(), &before), 0);
+  WriteFile(path_, "other\n");
+  const timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path_.c_str(), times, 0), 0);
+
+  clock.Advance(TokenFile::kMaxTokenAge - absl::Milliseconds(1));
+  EXPECT_EQ(*token.Current(), "first");
+  clock.Advance(absl::Milliseconds(1));
+  EXPECT_EQ(*token.Current(), "other");
 }
 
 TEST_F(TokenFileTest, ErrorOnlyWhenNeverRead) {
