@@ -92,7 +92,8 @@ void GrpcServer::Shutdown(MonoTime deadline) {
   // Waits for calls until the deadline, then cancels what is left. gRPC
   // takes a wall-clock deadline: it is made from the time left at the call.
   const absl::Duration left = deadline - context_->wait_clock->Monotonic();
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + std::max(left, absl::ZeroDuration())));
+  server_->Shutdown(
+      absl::ToChronoTime(context_->wait_clock->Wall() + std::max(left, absl::ZeroDuration())));
   server_->Wait();
   spdlog::info("event=grpc_stopped");
 }

@@ -20,7 +20,8 @@ HealthService::Status Serving(bool serving) {
 HealthService::HealthService(int max_watchers, const ApiContext* context)
     : context_(context),
       source_(this),
-      watches_(WatchStreamsOptions{.max_streams = max_watchers}, &source_, context->metrics) {}
+      watches_(WatchStreamsOptions{.max_streams = max_watchers, .clock = context->wait_clock},
+               &source_, context->metrics) {}
 
 std::optional<size_t> HealthService::IndexOf(const std::string& service) {
   static constexpr std::array<std::string_view, kServices> kNames = {"", kHealthServiceReady,

@@ -46,12 +46,6 @@ std::chrono::steady_clock::duration ToChrono(absl::Duration d) {
       absl::ToChronoNanoseconds(d));
 }
 
-int64_t SteadyNowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 // One connection. All its work runs on its own strand (the socket's executor);
@@ -70,7 +64,7 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
         stream_(std::move(socket)),
         timer_(stream_.get_executor()),
         buffer_(options_.max_header_bytes + options_.max_body_bytes),
-        waiting_since_(SteadyNowNanos()) {
+        waiting_since_(NowNanos()) {
     server_->context_->metrics->AddHttpConnections(1);
   }
 
@@ -108,12 +102,17 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
   }
 
   // When this connection began waiting for its current request: when it was
-  // accepted, or when its previous answer was written (steady clock, ns).
+  // accepted, or when its previous answer was written (wait clock, ns).
   // Not reset by bytes arriving, so a client trickling a request ages like
   // an idle one. Any thread.
   int64_t WaitingSinceNanos() const { return waiting_since_.load(std::memory_order_relaxed); }
 
  private:
+  // The server's wait clock, as nanoseconds since its origin.
+  int64_t NowNanos() const {
+    return absl::ToInt64Nanoseconds(server_->context_->wait_clock->Monotonic().SinceOrigin());
+  }
+
   void AwaitRequest() {
     if (draining_) return CloseNow();
     // Pipelined bytes are already here: that request has begun.
@@ -167,7 +166,7 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
   void OnWrite(error_code ec, size_t) {
     if (ec) return CloseNow();
     if (response_.keep_alive()) {
-      waiting_since_.store(SteadyNowNanos(), std::memory_order_relaxed);
+      waiting_since_.store(NowNanos(), std::memory_order_relaxed);
       return AwaitRequest();
     }
     // Half-close, then read and drop whatever the client still sends, so a
@@ -383,7 +382,8 @@ HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
   // A write here only posts to the connection's strand: no fan-out threads.
   watches_ = std::make_unique<SseLeadershipStreams>(
       WatchStreamsOptions{.max_streams = options_.max_watchers,
-                          .min_heartbeat_interval = options_.min_watch_heartbeat},
+                          .min_heartbeat_interval = options_.min_watch_heartbeat,
+                          .clock = context->wait_clock},
       watch_source_.get(), context->metrics);
   refresher_ = std::make_unique<WatchRefresher>(context, options_.watch_refresh_interval,
                                                 [this] { return watches_->Refresh(); });

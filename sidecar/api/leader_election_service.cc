@@ -53,8 +53,11 @@ LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions option
     : context_(context),
       api_(context),
       source_(context, &WatchMessage),
-      watches_(WatchStreamsOptions{options.max_watchers, options.min_heartbeat_interval,
-                                   options.fanout_threads, /*count_as_watchers=*/true},
+      watches_(WatchStreamsOptions{.max_streams = options.max_watchers,
+                                   .min_heartbeat_interval = options.min_heartbeat_interval,
+                                   .fanout_threads = options.fanout_threads,
+                                   .count_as_watchers = true,
+                                   .clock = context->wait_clock},
                &source_, context->metrics) {}
 
 grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(

@@ -44,7 +44,6 @@
 #define BATON_SIDECAR_API_WATCH_STREAMS_H_
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -59,6 +58,7 @@
 #include "absl/time/time.h"
 #include "sidecar/api/fanout_workers.h"
 #include "sidecar/api/metrics.h"
+#include "sidecar/common/clock.h"
 
 namespace baton {
 
@@ -88,6 +88,8 @@ struct WatchStreamsOptions {
   int fanout_threads = 1;
   // Whether these streams count in the baton_grpc_watchers gauge.
   bool count_as_watchers = false;
+  // Times the heartbeats; the caller's Refresh schedule waits on it too.
+  const Clock* clock = SystemClock();
 };
 
 template <typename Source>
@@ -173,9 +175,6 @@ class WatchStreams {
 
    private:
     friend class WatchStreams;
-    using SteadyTime = std::chrono::steady_clock::time_point;
-    using SteadyDuration = std::chrono::steady_clock::duration;
-
     enum class State {
       kOpen,      // sending changes and heartbeats
       kDraining,  // shutdown: finish with OK once nothing is owed
@@ -186,8 +185,8 @@ class WatchStreams {
     void Init(WatchStreams* streams, Param param, absl::Duration heartbeat) {
       streams_ = streams;
       param_ = std::move(param);
-      heartbeat_ = ToSteady(heartbeat);
-      slack_ = ToSteady(streams->options_.min_heartbeat_interval / 2);
+      heartbeat_ = heartbeat;
+      slack_ = streams->options_.min_heartbeat_interval / 2;
     }
 
     // Ends the stream at once with `status` (never registered).
@@ -210,11 +209,11 @@ class WatchStreams {
     // *next_due to when its next heartbeat is due. Returns true if it is: the
     // stream is then reserved for the caller, who must call AnswerPrepared
     // and StartPrepared without holding the lock of WatchStreams.
-    bool Prepare(const typename Source::Round& round, SteadyTime now, SteadyTime* next_due) {
+    bool Prepare(const typename Source::Round& round, MonoTime now, MonoTime* next_due) {
       absl::MutexLock lock(&mu_);
       if (state_ != State::kOpen) return false;
       const bool differs = !(round.Probe(param_) == last_key_);
-      const bool heartbeats = heartbeat_ > SteadyDuration::zero();
+      const bool heartbeats = heartbeat_ > absl::ZeroDuration();
       if (writing_) {
         if (differs) stale_ = true;
         // Look again soon, but do not spin while a client is not reading.
@@ -244,7 +243,7 @@ class WatchStreams {
       {
         absl::MutexLock lock(&mu_);
         last_key_ = std::move(answer.key);
-        last_send_ = std::chrono::steady_clock::now();
+        last_send_ = streams_->options_.clock->Monotonic();
         in_flight_ = std::move(answer.message);
       }
       Send(*message);
@@ -276,8 +275,8 @@ class WatchStreams {
       return last_key_;
     }
 
-    SteadyTime HeartbeatDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return last_send_ + heartbeat_ - slack_;
+    MonoTime HeartbeatDue() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return last_send_ + (heartbeat_ - slack_);
     }
 
     void Close(absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -295,8 +294,8 @@ class WatchStreams {
 
     WatchStreams* streams_ = nullptr;
     Param param_;
-    SteadyDuration heartbeat_{};  // zero: no heartbeats
-    SteadyDuration slack_{};
+    absl::Duration heartbeat_;  // zero: no heartbeats
+    absl::Duration slack_;
     // Read without the lock in Done, after every other call has returned.
     bool registered_ = false;
 
@@ -311,7 +310,7 @@ class WatchStreams {
     // Prepare reserved the stream because the state changed (not a heartbeat).
     bool owes_change_ ABSL_GUARDED_BY(mu_) = false;
     Key last_key_ ABSL_GUARDED_BY(mu_){};
-    SteadyTime last_send_ ABSL_GUARDED_BY(mu_);
+    MonoTime last_send_ ABSL_GUARDED_BY(mu_);
     bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
     absl::Status final_status_ ABSL_GUARDED_BY(mu_);
   };
@@ -351,8 +350,8 @@ class WatchStreams {
   // client.
   absl::Duration Refresh() {
     typename Source::Round round = source_->NewRound();
-    const SteadyTime now = std::chrono::steady_clock::now();
-    SteadyTime next_due = SteadyTime::max();
+    const MonoTime now = options_.clock->Monotonic();
+    MonoTime next_due = MonoTime::InfiniteFuture();
     std::vector<Stream*> owed;
     {
       absl::MutexLock lock(&mu_);
@@ -367,8 +366,8 @@ class WatchStreams {
     // inline on the thread that starts it.
     fanout_.Run(owed.size(), [&](size_t i) { owed[i]->StartPrepared(std::move(answers[i])); });
 
-    if (next_due == SteadyTime::max()) return absl::InfiniteDuration();
-    return std::max(absl::FromChrono(next_due - now), absl::ZeroDuration());
+    if (next_due == MonoTime::InfiniteFuture()) return absl::InfiniteDuration();
+    return std::max(next_due - now, absl::ZeroDuration());
   }
 
   // Shutdown: refuses new streams (Unavailable) and ends every open stream
@@ -394,16 +393,9 @@ class WatchStreams {
   }
 
  private:
-  using SteadyTime = std::chrono::steady_clock::time_point;
-  using SteadyDuration = std::chrono::steady_clock::duration;
-
   // Below this many writes, waking the fan-out helpers costs more than it
   // saves.
   static constexpr size_t kMinParallelWrites = 64;
-
-  static SteadyDuration ToSteady(absl::Duration d) {
-    return std::chrono::duration_cast<SteadyDuration>(absl::ToChronoNanoseconds(d));
-  }
 
   // Admits a new stream unless at the limit or finishing; the status to
   // refuse it with otherwise.
