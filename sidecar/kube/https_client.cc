@@ -67,14 +67,6 @@ void SetSocketOptions(tcp::socket& socket, absl::Duration keepalive) {
 
 }  // namespace
 
-Deadline DeadlineIn(absl::Duration timeout) {
-  // An infinite or huge timeout would overflow the clock's representation.
-  timeout = std::min(timeout, absl::Hours(24 * 365));
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-             absl::ToChronoNanoseconds(timeout));
-}
-
 absl::StatusOr<std::unique_ptr<HttpsClient>> HttpsClient::Create(HttpsClientOptions options) {
   if (options.host.empty()) return absl::InvalidArgumentError("HTTPS client: no server host");
   if (options.ca_pem.empty()) {
@@ -155,7 +147,11 @@ HttpsClient::IoResult HttpsClient::Await(Deadline deadline, absl::FunctionRef<vo
     error_code ec;
   };
   auto state = std::make_shared<State>();
-  asio::steady_timer timer(ioc_, deadline);
+  // asio times the rest of the wait on its own clock. An infinite or huge
+  // one would overflow that clock's representation.
+  const absl::Duration left = std::clamp(deadline - options_.clock->Monotonic(),
+                                         absl::ZeroDuration(), absl::Hours(24 * 365));
+  asio::steady_timer timer(ioc_, absl::ToChronoNanoseconds(left));
   timer.async_wait([this, state](error_code ec) {
     if (!ec && !state->done) {
       state->timed_out = true;

@@ -21,7 +21,6 @@
 #define BATON_SIDECAR_KUBE_HTTPS_CLIENT_H_
 
 #include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -41,15 +40,15 @@
 #include "boost/beast/core/flat_buffer.hpp"
 #include "boost/beast/http/message.hpp"
 #include "boost/beast/http/string_body.hpp"
+#include "sidecar/common/clock.h"
 
 namespace baton::kube {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
-using Deadline = std::chrono::steady_clock::time_point;
-
-// Converts a timeout from now into a Deadline.
-Deadline DeadlineIn(absl::Duration timeout);
+// When an operation must have finished, on the monotonic time of the
+// client's clock (HttpsClientOptions::clock).
+using Deadline = MonoTime;
 
 struct HttpsClientOptions {
   // Server to dial: DNS name or IP literal (IPv6 without brackets), and port.
@@ -68,6 +67,8 @@ struct HttpsClientOptions {
   // TCP keepalive idle time on the connection, so a watch on a peer that
   // vanished fails within about twice this instead of hanging.
   absl::Duration tcp_keepalive = absl::Seconds(30);
+  // The clock Deadlines are on.
+  const Clock* clock = SystemClock();
 };
 
 class HttpsClient {

@@ -14,6 +14,9 @@
 namespace baton::kube {
 namespace {
 
+// A deadline `timeout` from now on the clients' (real) clock.
+Deadline DeadlineIn(absl::Duration timeout) { return SystemClock()->Monotonic() + timeout; }
+
 namespace http = boost::beast::http;
 using ::testing::HasSubstr;
 using testing::IssueTestCert;

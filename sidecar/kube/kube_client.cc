@@ -47,9 +47,10 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config
   https.client_cert_pem = config.client_cert_pem;
   https.client_key_pem = config.client_key_pem;
   https.max_body_bytes = options.max_response_bytes;
+  https.clock = options.clock;
   std::unique_ptr<ExecCredentialSource> exec;
   if (config.exec.has_value()) {
-    exec = std::make_unique<ExecCredentialSource>(config, *SystemClock());
+    exec = std::make_unique<ExecCredentialSource>(config, *options.clock);
     absl::StatusOr<ExecCredential> cred = exec->Current();
     if (!cred.ok()) return cred.status();
     https.client_cert_pem = cred->client_cert_pem;
@@ -196,7 +197,7 @@ void KubeClient::Observe(ApiVerb verb, int http_code, MonoTime start) const {
 absl::StatusOr<HttpResponse> KubeClient::Send(ApiVerb verb, absl::string_view path,
                                               std::string body) {
   const MonoTime start = options_.clock->Monotonic();
-  const Deadline deadline = DeadlineIn(config_.request_timeout);
+  const Deadline deadline = options_.clock->Monotonic() + config_.request_timeout;
   absl::StatusOr<HttpRequest> req = NewRequest(verb, path, std::move(body));
   if (!req.ok()) return req.status();
   std::unique_ptr<HttpsClient> conn = Acquire();
@@ -240,8 +241,8 @@ absl::Status KubeClient::Watch(absl::string_view path, absl::Duration server_tim
   const int dials_before = conn->dial_count();
   bool opened = false;
   absl::StatusOr<HttpResponse> response = conn->Stream(
-      *req, DeadlineIn(config_.request_timeout),
-      DeadlineIn(server_timeout + config_.request_timeout),
+      *req, options_.clock->Monotonic() + config_.request_timeout,
+      options_.clock->Monotonic() + server_timeout + config_.request_timeout,
       [&](const HttpResponse&) {
         opened = true;
         Observe(ApiVerb::kWatch, 200, start);
