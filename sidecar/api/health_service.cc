@@ -58,7 +58,7 @@ HealthService::Status HealthService::WatchSource::Round::Probe(const std::string
 
 WatchAnswer<HealthService::Response, HealthService::Status>
 HealthService::WatchSource::Round::Answer(const std::string& service,
-                                          absl::FunctionRef<WatchEvent(const Key&)>) {
+                                          absl::FunctionRef<WatchReason(const Key&)>) {
   // The status says all there is; a message is a few bytes, so none is shared.
   const Status status = Probe(service);
   auto message = std::make_shared<Response>();

@@ -97,7 +97,7 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
       // The status the Round saw; SERVICE_UNKNOWN for a name not served.
       Key Probe(const std::string& service) const;
       WatchAnswer<Response, Key> Answer(const std::string& service,
-                                        absl::FunctionRef<WatchEvent(const Key&)> event_for);
+                                        absl::FunctionRef<WatchReason(const Key&)> reason_for);
 
      private:
       const Statuses statuses_;

@@ -17,22 +17,22 @@ constexpr char kWatchLeadership[] = "WatchLeadership";
 constexpr char kResign[] = "Resign";
 constexpr char kAcknowledgeStepDown[] = "AcknowledgeStepDown";
 
-Response::Event ToProto(WatchEvent event) {
-  switch (event) {
-    case WatchEvent::kInitial:
+Response::Event ToProto(WatchReason reason) {
+  switch (reason) {
+    case WatchReason::kInitial:
       return Response::EVENT_INITIAL;
-    case WatchEvent::kChanged:
+    case WatchReason::kChanged:
       return Response::EVENT_CHANGED;
-    case WatchEvent::kHeartbeat:
+    case WatchReason::kHeartbeat:
       return Response::EVENT_HEARTBEAT;
   }
   return Response::EVENT_UNSPECIFIED;
 }
 
 // LeadershipWatchSource's format for WatchLeadership.
-Response WatchMessage(const LeaderAnswer& answer, WatchEvent event) {
+Response WatchMessage(const LeaderAnswer& answer, WatchReason reason) {
   Response message;
-  message.set_event(ToProto(event));
+  message.set_event(ToProto(reason));
   LeadershipToProto(answer, answer.at(), message.mutable_leadership());
   return message;
 }

@@ -24,18 +24,18 @@ LeadershipWatchSource<Message>::Round::Round(const ApiContext* context, Format f
 
 template <typename Message>
 WatchAnswer<Message, LeadershipWatchKey> LeadershipWatchSource<Message>::Round::Answer(
-    const Reader& reader, absl::FunctionRef<WatchEvent(const Key&)> event_for) {
+    const Reader& reader, absl::FunctionRef<WatchReason(const Key&)> reason_for) {
   const LeaderAnswer answer = api_.AnswerAt(reader, now_);
   Key key = KeyOf(answer.leadership(), now_);
-  const WatchEvent event = event_for(key);
+  const WatchReason reason = reason_for(key);
   const MonoTime deadline = answer.leadership().leader_until;
   for (const Built& b : built_) {
-    if (b.version == answer.version() && b.deadline == deadline && b.event == event) {
+    if (b.version == answer.version() && b.deadline == deadline && b.reason == reason) {
       return {b.message, std::move(key)};
     }
   }
-  auto message = std::make_shared<const Message>(format_(answer, event));
-  built_.push_back(Built{answer.version(), deadline, event, message});
+  auto message = std::make_shared<const Message>(format_(answer, reason));
+  built_.push_back(Built{answer.version(), deadline, reason, message});
   return {std::move(message), std::move(key)};
 }
 

@@ -39,18 +39,18 @@ struct LeadershipWatchKey {
 };
 
 // `Message` is the stream's message type; the format function turns a
-// snapshot, evaluated at `now`, into the message for `event`.
+// snapshot, evaluated at `now`, into the message for `reason`.
 template <typename Message>
 class LeadershipWatchSource {
  public:
   using Response = Message;
   using Key = LeadershipWatchKey;
   using Param = Reader;
-  using Format = Message (*)(const LeaderAnswer& answer, WatchEvent event);
+  using Format = Message (*)(const LeaderAnswer& answer, WatchReason reason);
 
   // The snapshot at one instant. Every stream answered from one Round gets
   // its own answer (LocalApi::AnswerAt, for that stream's reader), but
-  // streams answered with the same snapshot version, deadline and event
+  // streams answered with the same snapshot version, deadline and reason
   // share one message.
   class Round {
    public:
@@ -58,13 +58,13 @@ class LeadershipWatchSource {
     // What any stream would be told now; promises nothing.
     const Key& Probe(const Reader&) const { return probe_; }
     WatchAnswer<Response, Key> Answer(const Reader& reader,
-                                      absl::FunctionRef<WatchEvent(const Key&)> event_for);
+                                      absl::FunctionRef<WatchReason(const Key&)> reason_for);
 
    private:
     struct Built {
       uint64_t version;
       MonoTime deadline;
-      WatchEvent event;
+      WatchReason reason;
       std::shared_ptr<const Response> message;
     };
     const LocalApi api_;

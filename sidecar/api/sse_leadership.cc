@@ -5,7 +5,7 @@
 
 namespace baton {
 
-std::string SseLeadershipEvent(const LeaderAnswer& answer, WatchEvent) {
+std::string SseLeadershipEvent(const LeaderAnswer& answer, WatchReason) {
   return absl::StrCat("event: leadership\ndata: ", LeadershipJson(answer, answer.at()), "\n\n");
 }
 

@@ -15,7 +15,7 @@
 //
 // which EventSource clients ignore and which keeps idle proxies and the
 // client's stall detection happy. A stream that asked for ?heartbeat= gets
-// the state itself again instead (WatchEvent::kHeartbeat, formatted like any
+// the state itself again instead (WatchReason::kHeartbeat, formatted like any
 // event): a fresh promise while leading. No `id:` field: every event is the whole
 // state, so a reconnecting client needs no Last-Event-ID (it is ignored).
 #ifndef BATON_SIDECAR_API_SSE_LEADERSHIP_H_
@@ -37,8 +37,8 @@ using SseLeadershipStreams = WatchStreams<SseLeadershipSource>;
 
 // The event telling `answer` (LeadershipWatchSource's
 // format for GET /leader/watch). Every event has the same name, whatever
-// `event` it is: the first one of a stream is the initial state.
-std::string SseLeadershipEvent(const LeaderAnswer& answer, WatchEvent event);
+// `reason` it is sent for: the first one of a stream is the initial state.
+std::string SseLeadershipEvent(const LeaderAnswer& answer, WatchReason reason);
 
 // The heartbeat comment.
 inline constexpr std::string_view kSseHeartbeat = ": heartbeat\n\n";

@@ -29,10 +29,10 @@
 //       // Called with locks held, so it must only look at what the Round
 //       // already computed.
 //       Key Probe(const Param& param) const;
-//       // The message for that stream, answered now; `event_for` picks the
-//       // event from what the message says.
+//       // The message for that stream, answered now; `reason_for` picks the
+//       // reason from what the message says.
 //       WatchAnswer<Response, Key> Answer(
-//           const Param& param, absl::FunctionRef<WatchEvent(const Key&)> event_for);
+//           const Param& param, absl::FunctionRef<WatchReason(const Key&)> reason_for);
 //     };
 //     Round NewRound() const;  // thread-safe; looks at the state now
 //   };
@@ -63,7 +63,7 @@
 namespace baton {
 
 // Why a watch message is sent.
-enum class WatchEvent {
+enum class WatchReason {
   kInitial,    // the first message of a stream
   kChanged,    // what the stream is told about changed
   kHeartbeat,  // nothing changed for a heartbeat interval
@@ -151,7 +151,7 @@ class WatchStreams {
         }
         typename Source::Round round = streams_->source_->NewRound();
         if (round.Probe(param_) == LastKey()) continue;
-        StartPrepared(round.Answer(param_, [](const Key&) { return WatchEvent::kChanged; }));
+        StartPrepared(round.Answer(param_, [](const Key&) { return WatchReason::kChanged; }));
         return;
       }
       if (finish) FinishNow();
@@ -202,7 +202,7 @@ class WatchStreams {
     void Begin() {
       registered_ = true;
       typename Source::Round round = streams_->source_->NewRound();
-      StartPrepared(round.Answer(param_, [](const Key&) { return WatchEvent::kInitial; }));
+      StartPrepared(round.Answer(param_, [](const Key&) { return WatchReason::kInitial; }));
     }
 
     // Decides whether this stream is owed a message in `round`; lowers
@@ -233,7 +233,8 @@ class WatchStreams {
     Answer AnswerPrepared(typename Source::Round& round) {
       return round.Answer(param_, [this](const Key& key) {
         absl::MutexLock lock(&mu_);
-        return owes_change_ || !(key == last_key_) ? WatchEvent::kChanged : WatchEvent::kHeartbeat;
+        return owes_change_ || !(key == last_key_) ? WatchReason::kChanged
+                                                   : WatchReason::kHeartbeat;
       });
     }
 
