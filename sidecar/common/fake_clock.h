@@ -91,6 +91,18 @@ class FakeClock final : public Clock {
       if (--it->second.pins == 0 && it->second.waiting == 0) waiters_.erase(it);
     }
   }
+  // Waits, for up to `timeout` of real time, until at least `n` threads are
+  // asleep on this clock (in AwaitUntil), so that a test moves time only once
+  // the thread it means to wake is waiting for it. False on timeout.
+  bool AwaitSleepers(int n, absl::Duration timeout) const {
+    auto asleep = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      int total = 0;
+      for (const auto& [waiter, w] : waiters_) total += w.waiting;
+      return total >= n;
+    };
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&asleep), timeout);
+  }
   // Sets the wall clock alone (skew, NTP steps).
   void SetWall(absl::Time t) {
     absl::MutexLock lock(&mu_);

@@ -302,13 +302,15 @@ TEST_F(HttpsClientTest, MalformedResponsesAreErrorsNeverHangs) {
 }
 
 TEST_F(HttpsClientTest, CancelAbortsAHangingRequestPromptly) {
-  Serve([](TlsTestServer::Connection& conn) {
+  absl::Notification hanging;
+  Serve([&](TlsTestServer::Connection& conn) {
     conn.ReadRequest();
+    if (!hanging.HasBeenNotified()) hanging.Notify();
     conn.ReadRequest();
   });
   auto client = Client();
   std::thread canceller([&] {
-    absl::SleepFor(absl::Milliseconds(200));
+    hanging.WaitForNotification();  // the request is in flight, unanswered
     client->Cancel();
   });
   HttpRequest req = Get();

@@ -260,10 +260,12 @@ TEST_F(KubeClientTest, SequentialCallsShareOneConnection) {
 TEST_F(KubeClientTest, ConcurrentCallsDoNotWaitForEachOther) {
   // The first request on the server blocks until the second one arrives:
   // only a client that runs them on two connections at once completes.
+  absl::Notification first_arrived;
   absl::Notification second_arrived;
   std::atomic<int> n{0};
   Serve(TlsTestServer::Serve([&](const HttpRequest&) {
     if (n++ == 0) {
+      first_arrived.Notify();
       second_arrived.WaitForNotificationWithTimeout(absl::Seconds(5));
     } else {
       second_arrived.Notify();
@@ -272,7 +274,7 @@ TEST_F(KubeClientTest, ConcurrentCallsDoNotWaitForEachOther) {
   }));
   auto client = Client(Config());
   std::thread other([&] { EXPECT_TRUE(client->Call(ApiVerb::kGet, "/a").ok()); });
-  absl::SleepFor(absl::Milliseconds(100));
+  first_arrived.WaitForNotification();  // /a holds its connection
   EXPECT_TRUE(client->Call(ApiVerb::kGet, "/b").ok());
   other.join();
   EXPECT_TRUE(second_arrived.HasBeenNotified());

@@ -146,8 +146,8 @@ void LeaseWatcher::Run() {
     return Wait(wait);
   };
 
-  std::string rv = options_.start_resource_version;
-  bool synced = !rv.empty();
+  std::string rv;
+  bool synced = false;
   while (!Stopped()) {
     if (!synced) {
       absl::Status read = Resync();

@@ -56,11 +56,6 @@ struct LeaseWatcherOptions {
   // Backoff between failed attempts: starts at min, doubles to max, jittered.
   absl::Duration min_backoff = absl::Milliseconds(250);
   absl::Duration max_backoff = absl::Seconds(10);
-  // When set, the first watch starts from this resourceVersion (one the
-  // owner has just read) instead of a GET of its own; nothing is delivered
-  // until the Lease changes. If it has expired, the watcher reads the Lease
-  // as usual.
-  std::string start_resource_version;
 };
 
 class LeaseWatcher {

@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sidecar/common/fake_clock.h"
 #include "sidecar/kube/testing/test_pki.h"
 #include "sidecar/kube/testing/tls_test_server.h"
 
@@ -134,10 +135,9 @@ class LeaseWatcherTest : public ::testing::Test {
     client_options.max_response_bytes = 64 << 10;
     LeaseWatcherOptions options;
     options.min_backoff = absl::Milliseconds(10);
-    options.max_backoff = absl::Milliseconds(50);
-    options.start_resource_version = start_resource_version_;
+    options.max_backoff = kMaxBackoff;
     watcher_ = std::make_unique<LeaseWatcher>(
-        *KubeClient::Create(config, client_options), "ns", "lock", SystemClock(),
+        *KubeClient::Create(config, client_options), "ns", "lock", &clock_,
         [this](const LeaseEvent& e) { recorder_.OnRecord(e); },
         [this](const absl::Status& s) { recorder_.OnStatus(s); }, options);
     watcher_->Start();
@@ -155,8 +155,29 @@ class LeaseWatcherTest : public ::testing::Test {
     return watch_targets_;
   }
 
+  // Waits until the server has seen `n` watch requests.
+  bool WaitForWatches(size_t n) {
+    auto seen = [&] {
+      mu_.AssertHeld();
+      return watch_targets_.size() >= n;
+    };
+    absl::MutexLock lock(&mu_);
+    return mu_.AwaitWithTimeout(absl::Condition(&seen), absl::Seconds(10));
+  }
+
+  // Once the watcher sleeps in a backoff, moves its clock past the longest
+  // one and waits for the watch that follows, the server's `n`th.
+  void EndBackoffUntilWatch(size_t n) {
+    ASSERT_TRUE(clock_.AwaitSleepers(1, absl::Seconds(10)));
+    clock_.Advance(kMaxBackoff);
+    ASSERT_TRUE(WaitForWatches(n));
+  }
+
+  static constexpr absl::Duration kMaxBackoff = absl::Milliseconds(50);
+  // The watcher's: its backoff and how long a watch lasted move only when a
+  // test moves this.
+  FakeClock clock_;
   std::string ca_pem_;
-  std::string start_resource_version_;
   std::unique_ptr<TlsTestServer> server_;
   std::atomic<int> gets_{0};
   std::atomic<int> watches_{0};
@@ -211,7 +232,6 @@ TEST_F(LeaseWatcherTest, AnEventSplitAcrossReadsIsReassembled) {
               Event("MODIFIED", Lease("6", "b")) + "\n" + Event("MODIFIED", Lease("7", "c"));
           for (char c : events) {  // one byte per chunk and per TLS record
             Chunk(conn, std::string(1, c));
-            absl::SleepFor(absl::Microseconds(200));
           }
           Hold(conn);
         });
@@ -222,19 +242,21 @@ TEST_F(LeaseWatcherTest, AnEventSplitAcrossReadsIsReassembled) {
 
 TEST_F(LeaseWatcherTest, ReconnectsFromTheLastResourceVersionIncludingBookmarks) {
   Serve([] { return JsonResponse(200, Lease("5", "a")); },
-        [](TlsTestServer::Connection& conn, const HttpRequest&, int n) {
+        [this](TlsTestServer::Connection& conn, const HttpRequest&, int n) {
           if (n == 0) {
             StartChunked(conn);
-            Chunk(conn, Event("MODIFIED", Lease("6", "b")));
-            Chunk(conn, Bookmark("9"));
-            absl::SleepFor(absl::Milliseconds(100));  // a reset discards unsent data
-            conn.Reset();                             // the API server went away
+            // One TLS record: once b@6 is delivered, the bookmark has been
+            // read as well, and a reset discards only what is unread.
+            Chunk(conn, Event("MODIFIED", Lease("6", "b")) + Bookmark("9"));
+            recorder_.WaitForRecords({"a@5", "b@6"});
+            conn.Reset();  // the API server went away
             return;
           }
-          if (n == 1) {  // the server ends this one normally
+          if (n == 1) {  // the server ends this one normally, after a while
             StartChunked(conn);
             Chunk(conn, Event("MODIFIED", Lease("10", "c")));
-            absl::SleepFor(absl::Seconds(1));
+            recorder_.WaitForRecords({"a@5", "b@6", "c@10"});
+            clock_.Advance(absl::Minutes(1));
             EndChunked(conn);
             return;
           }
@@ -242,37 +264,45 @@ TEST_F(LeaseWatcherTest, ReconnectsFromTheLastResourceVersionIncludingBookmarks)
           Hold(conn);
         });
   StartWatcher();
-  ASSERT_TRUE(recorder_.WaitForRecords({"a@5", "b@6", "c@10"}));
-  for (int i = 0; i < 500 && watch_targets().size() < 3; ++i)
-    absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_TRUE(recorder_.WaitForStatus(absl::StatusCode::kUnavailable));  // the reset
+  EndBackoffUntilWatch(2);
+  // A watch that ended normally after a while is taken up again at once.
+  ASSERT_TRUE(WaitForWatches(3));
+  EXPECT_EQ(recorder_.records(), (std::vector<std::string>{"a@5", "b@6", "c@10"}));
   const std::vector<std::string> targets = watch_targets();
-  ASSERT_GE(targets.size(), 3u);
   EXPECT_EQ(gets_.load(), 1);  // no re-read: the resourceVersion was still good
   EXPECT_THAT(targets[1], ::testing::EndsWith("resourceVersion=9"));
   EXPECT_THAT(targets[2], ::testing::EndsWith("resourceVersion=10"));
-  EXPECT_TRUE(recorder_.WaitForStatus(absl::StatusCode::kUnavailable));
 }
 
 TEST_F(LeaseWatcherTest, GoneMeansReadAgainAndWatchFromNow) {
-  Serve([] { return JsonResponse(200, Lease("50", "z")); },
-        [](TlsTestServer::Connection& conn, const HttpRequest&, int n) {
-          if (n > 0) return Hold(conn);
+  Serve(
+      [this] { return JsonResponse(200, gets_.load() == 1 ? Lease("5", "a") : Lease("50", "z")); },
+      [this](TlsTestServer::Connection& conn, const HttpRequest&, int n) {
+        if (n == 0) {  // ends normally after a while: the next one is from 6
           StartChunked(conn);
+          Chunk(conn, Event("MODIFIED", Lease("6", "b")));
+          recorder_.WaitForRecords({"a@5", "b@6"});
+          clock_.Advance(absl::Minutes(1));
+          EndChunked(conn);
+          return;
+        }
+        StartChunked(conn);
+        if (n == 1) {
           Chunk(conn, Event("ERROR", R"j({"kind":"Status","apiVersion":"v1","status":"Failure",)j"
-                                     R"j("message":"too old resource version: 5 (40)",)j"
+                                     R"j("message":"too old resource version: 6 (40)",)j"
                                      R"j("reason":"Expired","code":410})j"));
-          Hold(conn);
-        });
-  start_resource_version_ = "5";
+        }
+        Hold(conn);
+      });
   StartWatcher();
-  EXPECT_TRUE(recorder_.WaitForRecords({"z@50"}));
-  for (int i = 0; i < 500 && watch_targets().size() < 2; ++i)
-    absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_TRUE(recorder_.WaitForRecords({"a@5", "b@6", "z@50"}))
+      << ::testing::PrintToString(recorder_.records());
+  ASSERT_TRUE(WaitForWatches(3));
   const std::vector<std::string> targets = watch_targets();
-  ASSERT_GE(targets.size(), 2u);
-  EXPECT_THAT(targets[0], ::testing::EndsWith("resourceVersion=5"));
-  EXPECT_THAT(targets[1], ::testing::Not(HasSubstr("resourceVersion=")));
-  EXPECT_EQ(gets_.load(), 1);
+  EXPECT_THAT(targets[1], ::testing::EndsWith("resourceVersion=6"));
+  EXPECT_THAT(targets[2], ::testing::Not(HasSubstr("resourceVersion=")));
+  EXPECT_EQ(gets_.load(), 2);
 }
 
 TEST_F(LeaseWatcherTest, GoneOnAWatchFromNowIsAFailureNotALoop) {
@@ -284,9 +314,14 @@ TEST_F(LeaseWatcherTest, GoneOnAWatchFromNowIsAFailureNotALoop) {
         });
   StartWatcher();
   ASSERT_TRUE(recorder_.WaitForStatus(absl::StatusCode::kFailedPrecondition));
-  absl::SleepFor(absl::Milliseconds(300));
-  // Paced by backoff (10-50 ms here), not a tight loop of GETs.
-  EXPECT_LT(watches_.load(), 30);
+  // Paced by the backoff, not a tight loop: each watch fails, and the next
+  // one waits until the clock has passed the backoff.
+  for (int watches = 1; watches <= 3; ++watches) {
+    ASSERT_TRUE(clock_.AwaitSleepers(1, absl::Seconds(10)));
+    EXPECT_EQ(watches_.load(), watches);
+    clock_.Advance(kMaxBackoff);
+    ASSERT_TRUE(WaitForWatches(watches + 1));
+  }
   EXPECT_EQ(gets_.load(), 1);
 }
 
@@ -333,6 +368,8 @@ TEST_F(LeaseWatcherTest, MalformedAndOversizedEventsAreErrorsThenItReconnects) {
           Hold(conn);
         });
   StartWatcher();
+  EndBackoffUntilWatch(2);  // after the malformed event
+  EndBackoffUntilWatch(3);  // after the oversized one
   EXPECT_TRUE(recorder_.WaitForRecords({"a@5", "b@6"}));
   int internal = 0;
   for (const absl::Status& s : recorder_.statuses()) internal += absl::IsInternal(s);
@@ -357,6 +394,7 @@ TEST_F(LeaseWatcherTest, StopReturnsPromptlyDuringBackoff) {
         [](TlsTestServer::Connection& conn, const HttpRequest&, int) {});
   StartWatcher();
   ASSERT_TRUE(recorder_.WaitForStatus(absl::StatusCode::kUnavailable));
+  ASSERT_TRUE(clock_.AwaitSleepers(1, absl::Seconds(10)));
   const absl::Time start = absl::Now();
   watcher_->Stop();
   EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
