@@ -470,7 +470,7 @@ TEST_F(LocalApiControlPlaneTest, SigtermStepsTheSseStreamDownBeforeTheReleaseThe
 
 // Every flag at its default, durations included (15s/10s/2s): an application
 // that polls GET /leader every 100ms without naming itself is promised at
-// most --max-unnamed-valid-for (1s), so on SIGTERM the sidecar waits that
+// most --max-unnamed-valid-for (500ms), so on SIGTERM the sidecar waits that
 // long, then releases the Lease within its --shutdown-grace, and the
 // follower leads at once. Were the release skipped, the follower would wait
 // out the Lease: about 15s.

@@ -42,7 +42,7 @@ struct SidecarConfig {
   absl::Duration sse_heartbeat = absl::Seconds(15);
   // The longest promise an unnamed reader's GET /leader, GET / or
   // GetLeadership carries (ApiContext::max_unnamed_valid_for).
-  absl::Duration max_unnamed_valid_for = absl::Seconds(1);
+  absl::Duration max_unnamed_valid_for = absl::Milliseconds(500);
   LogOptions log;
   // Record Kubernetes Events on the Lease as leadership changes.
   bool events = true;

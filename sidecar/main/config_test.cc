@@ -151,7 +151,7 @@ TEST(ConfigTest, ShutdownGraceDefaultsToTheRenewDeadlinePlusASecond) {
 
 TEST(ConfigTest, AnUnnamedReadersPromiseMustEndWithinTheShutdownGrace) {
   ConfigInputs in = ValidInputs();
-  EXPECT_EQ(ConfigFrom(in)->max_unnamed_valid_for, absl::Seconds(1));
+  EXPECT_EQ(ConfigFrom(in)->max_unnamed_valid_for, absl::Milliseconds(500));
   in.max_unnamed_valid_for = absl::Microseconds(500);
   EXPECT_THAT(std::string(ConfigFrom(in).status().message()),
               HasSubstr("--max-unnamed-valid-for=500us must be at least 1ms"));

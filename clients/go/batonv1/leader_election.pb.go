@@ -323,7 +323,7 @@ type GetLeadershipRequest struct {
 	// valid_for is then at most this (its deadline is rounded down to the
 	// millisecond), so a step-down waits for it at most this long. At least
 	// 1ms. Unset: as long as the sidecar can promise for a named caller, and
-	// at most the sidecar's --max-unnamed-valid-for (default 1s) for an
+	// at most the sidecar's --max-unnamed-valid-for (default 500ms) for an
 	// unnamed one. A caller that checks again at least this often stays
 	// covered between its calls.
 	MaxValidFor   *durationpb.Duration `protobuf:"bytes,2,opt,name=max_valid_for,json=maxValidFor,proto3" json:"max_valid_for,omitempty"`

@@ -38,7 +38,7 @@ renewDeadline: 10s
 retryPeriod: 2s
 releaseOnShutdown: true
 # Empty: not passed, so baton's defaults apply (--shutdown-grace:
-# renewDeadline + 1s; --max-unnamed-valid-for: 1s).
+# renewDeadline + 1s; --max-unnamed-valid-for: 500ms).
 shutdownGrace: ""
 maxUnnamedValidFor: ""
 sseHeartbeat: 15s

@@ -18,7 +18,7 @@ export interface GetLeadershipRequest {
    * valid_for is then at most this (its deadline is rounded down to the
    * millisecond), so a step-down waits for it at most this long. At least
    * 1ms. Unset: as long as the sidecar can promise for a named caller, and
-   * at most the sidecar's --max-unnamed-valid-for (default 1s) for an
+   * at most the sidecar's --max-unnamed-valid-for (default 500ms) for an
    * unnamed one. A caller that checks again at least this often stays
    * covered between its calls.
    */
@@ -41,7 +41,7 @@ export interface GetLeadershipRequest__Output {
    * valid_for is then at most this (its deadline is rounded down to the
    * millisecond), so a step-down waits for it at most this long. At least
    * 1ms. Unset: as long as the sidecar can promise for a named caller, and
-   * at most the sidecar's --max-unnamed-valid-for (default 1s) for an
+   * at most the sidecar's --max-unnamed-valid-for (default 500ms) for an
    * unnamed one. A caller that checks again at least this often stays
    * covered between its calls.
    */
