@@ -28,7 +28,7 @@ LeaseWatcher::LeaseWatcher(std::unique_ptr<KubeClient> client, std::string ns, s
       clock_(clock),
       on_record_(std::move(on_record)),
       on_status_(std::move(on_status)),
-      options_(std::move(options)) {}
+      options_(options) {}
 
 LeaseWatcher::~LeaseWatcher() { Stop(); }
 
