@@ -30,9 +30,9 @@
 //  * the streams are SseLeadershipStreams (watch_streams.h), kept current by
 //    the server's own WatchRefresher, as the gRPC watch streams are by
 //    GrpcServer's: the same decision of what is news, the same promise
-//    recording (every leader event is LeadershipPublisher::Answer for the
-//    stream's client_id), and a slow reader gets the newest state, never a
-//    backlog;
+//    recording (every leader event is a LeaderAnswer obtained for the
+//    stream's client_id when it is built), and a slow reader gets the newest
+//    state, never a backlog;
 //  * beyond max_watchers open streams a new one gets 503 with the reason;
 //  * a stream is never evicted: once admitted it leaves max_connections (so
 //    streams cannot crowd out requests) and counts against max_watchers

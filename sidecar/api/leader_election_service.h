@@ -4,9 +4,9 @@
 //
 // Every message that may say leader (a GetLeadership answer, each watch
 // message: initial, changed or heartbeat) is built, at the moment it is
-// built, from the snapshot LeadershipPublisher::Answer returns for the
-// request's client_id, so its promise is on the ledger before it is sent and
-// a step-down that began earlier is never contradicted. A malformed
+// built, from the LeaderAnswer LocalApi obtains (LeadershipPublisher::Promise)
+// for the request's client_id, so its promise is on the ledger before it is
+// sent and a step-down that began earlier is never contradicted. A malformed
 // client_id (not 1-64 chars of [A-Za-z0-9._-]) is INVALID_ARGUMENT.
 //
 // WatchLeadership streams are WatchStreams (watch_streams.h) of a

@@ -54,17 +54,17 @@ void ElectionLoop::PromisesChanged() {
 }
 
 bool ElectionLoop::Shutdown(absl::Duration grace) {
-  MonoTime deadline;
   {
     absl::MutexLock lock(&mu_);
     if (!started_) return true;
-    if (!stop_deadline_) stop_deadline_ = clock_->Monotonic() + grace;
-    deadline = *stop_deadline_;
   }
+  // As in Resign: the publisher first, so that by the time the loop weighs
+  // the promises no new one can be given.
   publisher_->StepDown();
   {
     absl::MutexLock lock(&mu_);
-    clock_->AwaitUntil(&mu_, absl::Condition(&finished_), deadline);
+    if (!stop_deadline_) stop_deadline_ = clock_->Monotonic() + grace;
+    clock_->AwaitUntil(&mu_, absl::Condition(&finished_), *stop_deadline_);
     if (!finished_) return false;
   }
   if (thread_.joinable()) thread_.join();
@@ -89,10 +89,9 @@ void ElectionLoop::Run() {
     if (work.stop_deadline) stop_deadline = work.stop_deadline;
     if (work.resign) resign_request = std::max(resign_request, *work.resign);
     if ((work.resign || stop_deadline) && !step_down) {
+      // The publisher already tells nobody this pod leads (Resign, Shutdown).
       const Leadership before = elector_->Snapshot();
       step_down = StepDown{before.fencing_token, before.holding};
-      elector_->BeginStepDown();
-      Publish();
     }
     if (!step_down) {
       if (clock_->Monotonic() >= wake) wake = elector_->Step();

@@ -4,8 +4,11 @@
 // The loop calls Elector::Step() whenever the elector asks to run, feeds it
 // watch events and watch availability as they arrive (waking it early), and
 // publishes Elector::Snapshot() to the LeadershipPublisher after every call.
-// All election logic lives in Elector; this class waits, hands over, and
-// decides when a step-down may release the Lease.
+// All election logic lives in Elector; this class waits, hands over, and owns
+// the step-down: it alone begins one (on the publisher, which then marks every
+// answer not-leader), decides when the Lease may be released, has the elector
+// write the release, and ends it. The elector only writes; it knows nothing
+// of step-downs.
 //
 // The step-down handshake (docs/design.md), for Resign() and Shutdown():
 //   1. at once, on the caller's thread, LeadershipPublisher::StepDown(): from

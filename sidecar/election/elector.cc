@@ -152,11 +152,8 @@ MonoTime Elector::SetWatchAvailable(bool available) {
   return next_step_;
 }
 
-void Elector::BeginStepDown() { stepping_down_ = true; }
-
 void Elector::Release() {
-  BeginStepDown();
-  if (holding_) StopHolding("stepped_down", "shutdown");
+  if (holding_) StopHolding("stepped_down", "shutdown", "release and exit");
   if (!options_.release_on_shutdown) {
     if (term_) {
       spdlog::info(
@@ -174,16 +171,13 @@ void Elector::Release() {
 
 MonoTime Elector::Resign() {
   if (!holding_) {
-    stepping_down_ = false;
     spdlog::info("event=resign_ignored lease={} reason=not_holding next=\"{}\"", lease_ref_,
                  NextAction(clock_->Monotonic()));
     return next_step_;
   }
-  BeginStepDown();
   const int32_t resigned_transitions = term_->lease_transitions;
-  StopHolding("stepped_down", "resign");
+  StopHolding("stepped_down", "resign", "release, then campaign again");
   ReleaseIfOurs("resign");
-  stepping_down_ = false;
   const MonoTime now = clock_->Monotonic();
   // Without this, the next Step would find the Lease free and take it straight
   // back, so resigning would hand over nothing.
@@ -205,7 +199,6 @@ Leadership Elector::Snapshot() const {
   // A term acquired over a possibly hidden one is published as held only
   // once it leads; the loop runs a step at leading_from_ to publish it.
   l.holding = holding_ && clock_->Monotonic() >= leading_from_;
-  l.stepping_down = stepping_down_;
   if (l.holding) {
     l.leader_until = leader_until_;
     l.fencing_token = term_->lease_transitions;
@@ -494,14 +487,13 @@ void Elector::AnnounceIfLeading(MonoTime now) {
   if (options_.listener) options_.listener->OnAcquired(term_->lease_transitions);
 }
 
-void Elector::StopHolding(const char* event, const char* reason) {
+void Elector::StopHolding(const char* event, const char* reason, const char* next) {
   holding_ = false;
   const MonoTime now = clock_->Monotonic();
   spdlog::info("event={} lease={} reason={} token={} holder={} overdue_by={} next=\"{}\"", event,
                lease_ref_, reason, term_->lease_transitions,
                LogValue(record_ ? record_->holder_identity : ""),
-               Fmt(std::max(absl::ZeroDuration(), now - leader_until_)),
-               stepping_down_ ? "stop answering leader" : "keep campaigning");
+               Fmt(std::max(absl::ZeroDuration(), now - leader_until_)), next);
   if (options_.listener && announced_) options_.listener->OnLost(reason);
   announced_ = false;
 }

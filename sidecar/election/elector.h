@@ -197,25 +197,20 @@ class Elector {
   // new time for the next Step(). Makes no store calls.
   MonoTime SetWatchAvailable(bool available);
 
-  // From now on Snapshot() says stepping_down, so nobody is told this elector
-  // leads, until Resign() completes (Release() never clears it). Makes no store
-  // calls: the caller publishes the snapshot before the release write.
-  void BeginStepDown();
-
-  // Shutdown: BeginStepDown(), then, if release_on_shutdown and this elector
-  // has ever sent an acquisition, a fresh read and, only if that still shows
-  // this elector's term, an update with the read's resourceVersion writing the
-  // release fields. A Lease that someone else holds is never touched.
-  // Afterwards the elector holds nothing and Step() must not be called again.
+  // Shutdown: if release_on_shutdown and this elector has ever sent an
+  // acquisition, a fresh read and, only if that still shows this elector's
+  // term, an update with the read's resourceVersion writing the release
+  // fields. A Lease that someone else holds is never touched. Afterwards the
+  // elector holds nothing and Step() must not be called again. The step-down
+  // that precedes it (no answer says leader, the promises settle) is
+  // ElectionLoop's; the elector only writes.
   void Release();
 
-  // Step down and release now (regardless of release_on_shutdown), then keep
-  // campaigning. To let someone else have it, this elector does not take the
-  // Lease back while it is free (or still shows our term, if the release
-  // failed) until another holder has acquired it or one lease_duration has
-  // passed. A no-op
-  // (apart from ending a BeginStepDown) when not holding. Returns the time for
-  // the next Step().
+  // Release now (regardless of release_on_shutdown), then keep campaigning.
+  // To let someone else have it, this elector does not take the Lease back
+  // while it is free (or still shows our term, if the release failed) until
+  // another holder has acquired it or one lease_duration has passed. A no-op
+  // when not holding. Returns the time for the next Step().
   MonoTime Resign();
 
   // The leadership to publish. IsLeader(now) on it is correct at any later
@@ -282,9 +277,9 @@ class Elector {
   void ReleaseIfOurs(const char* why);
   // Tells the listener this elector leads, once leading_from_ has come.
   void AnnounceIfLeading(MonoTime now);
-  // Stops holding (no I/O) and says so in the log (as `event`) and, if it
-  // was told this elector led, to the listener.
-  void StopHolding(const char* event, const char* reason);
+  // Stops holding (no I/O) and says so in the log (as `event`, with what
+  // comes `next`) and, if it was told this elector led, to the listener.
+  void StopHolding(const char* event, const char* reason, const char* next = "keep campaigning");
   // Health and failure bookkeeping for one store call's outcome; logs the
   // first failure of a run and the recovery.
   void NoteApiResult(const absl::Status& status, const char* verb, MonoTime now);
@@ -325,7 +320,6 @@ class Elector {
   MonoTime leader_until_;
   // The listener has been told of this term (OnAcquired).
   bool announced_ = false;
-  bool stepping_down_ = false;
   // After Resign(): do not take the Lease back before `until`, unless someone
   // else has acquired it meanwhile (which clears it): a record held by
   // another, or one whose leaseTransitions passed the resigned term's, since

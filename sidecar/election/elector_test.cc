@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "sidecar/common/fake_clock.h"
 #include "sidecar/election/fake_lease_store.h"
+#include "sidecar/election/leadership.h"
 
 namespace baton {
 namespace {
@@ -1018,7 +1019,6 @@ TEST_F(ElectorTest, ReleaseWritesExactlyTheReleaseFields) {
   EXPECT_EQ(released.lease_transitions, 4);
 
   const Leadership l = elector_->Snapshot();
-  EXPECT_TRUE(l.stepping_down);
   EXPECT_FALSE(l.holding);
   EXPECT_FALSE(l.IsLeader(Now()));
   EXPECT_EQ(listener_.lost, 1);
@@ -1066,7 +1066,6 @@ TEST_F(ElectorTest, ReleaseDisabledLeavesTheLeaseToExpire) {
   elector_->Release();
   EXPECT_EQ(Holder(), "me");
   EXPECT_EQ(store_.TotalCalls(), calls);
-  EXPECT_TRUE(elector_->Snapshot().stepping_down);
   EXPECT_FALSE(IsLeader());
 }
 
@@ -1079,15 +1078,6 @@ TEST_F(ElectorTest, ReleaseByACandidateThatNeverWroteMakesNoCalls) {
   EXPECT_EQ(Holder(), "other");
 }
 
-TEST_F(ElectorTest, BeginStepDownStopsLeaderAnswersWithoutIO) {
-  Acquire();
-  const int calls = store_.TotalCalls();
-  elector_->BeginStepDown();
-  EXPECT_FALSE(IsLeader());
-  EXPECT_TRUE(elector_->Snapshot().stepping_down);
-  EXPECT_EQ(store_.TotalCalls(), calls);
-}
-
 TEST_F(ElectorTest, ResignReleasesAndWaitsOneLeaseDurationBeforeTakingItBack) {
   elector_->SetWatchAvailable(true);
   Acquire();
@@ -1095,7 +1085,6 @@ TEST_F(ElectorTest, ResignReleasesAndWaitsOneLeaseDurationBeforeTakingItBack) {
   const MonoTime wake = elector_->Resign();
   EXPECT_EQ(Holder(), "");
   EXPECT_FALSE(IsLeader());
-  EXPECT_FALSE(elector_->Snapshot().stepping_down) << "back to campaigning";
   EXPECT_EQ(wake, resigned + kLeaseDuration);
 
   const int updates = store_.Calls(Verb::kUpdate);
@@ -1144,10 +1133,8 @@ TEST_F(ElectorTest, ResignWhenNotHoldingDoesNothing) {
   SetLease("other");
   elector_->Step();
   const int calls = store_.TotalCalls();
-  elector_->BeginStepDown();
   elector_->Resign();
   EXPECT_EQ(store_.TotalCalls(), calls);
-  EXPECT_FALSE(elector_->Snapshot().stepping_down);
 }
 
 // --- Health and listener ---------------------------------------------------
@@ -1246,12 +1233,16 @@ TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensT
     store_.Delete();
     struct Member {
       std::unique_ptr<Elector> elector;
+      // What the member's readers are told: the elector's snapshot, marked
+      // while it steps down, as ElectionLoop publishes it.
+      std::unique_ptr<LeadershipPublisher> publisher;
       MonoTime wake;
       std::optional<LeaseEvent> pending;  // the loop's keep-the-latest slot
-      // Resigning: stepped down, releases once its promises have lapsed (the
-      // handshake of an application that does not acknowledge), as the loop
-      // does, without stepping meanwhile.
+      // Resigning: stepped down (the publisher's request), releases once its
+      // promises have lapsed (the handshake of an application that does not
+      // acknowledge), as the loop does, without stepping meanwhile.
       std::optional<MonoTime> resign_at;
+      uint64_t step_down = 0;
     };
     std::vector<Member> members;
     int generation = 0;
@@ -1259,7 +1250,9 @@ TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensT
       Elector::Options o = DefaultOptions(absl::StrCat("m", i, "_", generation++));
       o.listener = nullptr;
       o.jitter = [&rng] { return std::uniform_real_distribution<double>(0, 1)(rng); };
-      Member m{std::make_unique<Elector>(o, &clock_, &store_), Now(), std::nullopt, std::nullopt};
+      Member m{std::make_unique<Elector>(o, &clock_, &store_),
+               std::make_unique<LeadershipPublisher>(Leadership()), Now(), std::nullopt,
+               std::nullopt};
       m.elector->SetWatchAvailable(rng() % 2 == 0);
       if (i < members.size()) {
         members[i] = std::move(m);
@@ -1307,7 +1300,7 @@ TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensT
           case 7:
             if (!members[i].resign_at && members[i].elector->Snapshot().holding) {
               members[i].resign_at = members[i].elector->Snapshot().leader_until;
-              members[i].elector->BeginStepDown();
+              members[i].step_down = members[i].publisher->StepDown();
             }
             break;
           default:
@@ -1321,6 +1314,7 @@ TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensT
         if (Now() >= *m.resign_at) {
           m.resign_at.reset();
           m.wake = m.elector->Resign();
+          m.publisher->EndStepDown(m.step_down);
         }
       } else if (Now() >= m.wake || rng() % 4 == 0) {
         m.wake = m.elector->Step();
@@ -1333,7 +1327,8 @@ TEST_F(ElectorTest, NoElectorLeadsBeforeAnotherOnesPromiseLapsesWhateverHappensT
 
       int leaders = 0;
       for (const Member& member : members) {
-        const Leadership l = member.elector->Snapshot();
+        member.publisher->Publish(member.elector->Snapshot());
+        const Leadership l = member.publisher->Current().leadership;
         if (!l.IsLeader(Now())) continue;
         ++leaders;
         for (const auto& [identity, until] : promised) {

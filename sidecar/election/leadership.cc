@@ -47,7 +47,7 @@ void LeadershipPublisher::Change(const std::function<void(Leadership*)>& edit) {
 
 bool LeadershipPublisher::ReplaceLocked(Leadership next,
                                         std::vector<std::shared_ptr<Callback>>* to_call) {
-  if (next.holding && step_downs_requested_ > step_downs_ended_) next.stepping_down = true;
+  if (step_downs_requested_ > step_downs_ended_) next.stepping_down = true;
   if (next.holding && ledger_.token != next.fencing_token) {
     // A new term. Promises of the previous one may still run (this sidecar
     // can start a term while its last one's answers are out, e.g. when it

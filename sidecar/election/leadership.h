@@ -169,10 +169,11 @@ class LeadershipPublisher {
                        MonoTime at_most = MonoTime::InfiniteFuture());
 
   // Begins stepping down at once, from any thread, without waiting for the
-  // election loop: from now until EndStepDown(the number returned), every
-  // snapshot that holds the Lease — the current one and any the loop
-  // publishes meanwhile, e.g. the result of a takeover that was in flight —
-  // is published with stepping_down=true, so no answer says leader.
+  // election loop (ElectionLoop, which owns the step-down, calls it): from
+  // now until EndStepDown(the number returned), every snapshot — the current
+  // one and any the loop publishes meanwhile, e.g. the result of a takeover
+  // that was in flight — is published with stepping_down=true, so no answer
+  // says leader. The snapshots the loop publishes never set it themselves.
   // Subscribers are told on the calling thread, so it must not be called
   // from a subscriber. Returns this request's number.
   uint64_t StepDown();
@@ -237,7 +238,7 @@ class LeadershipPublisher {
   void DropLapsedLocked(MonoTime now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Replaces the snapshot with `next` unless equal; applies the step-down
-  // mark (or clears it once `next` is of another term) and starts a new
+  // mark while a step-down is requested and not ended, and starts a new
   // ledger when the term changes. Returns whether the snapshot changed, and
   // then fills `to_call` with the subscribers to tell.
   bool ReplaceLocked(Leadership next, std::vector<std::shared_ptr<Callback>>* to_call)

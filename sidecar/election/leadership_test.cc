@@ -397,7 +397,8 @@ TEST_F(PromiseLedgerTest, StepDownMarksEverySnapshotUntilTheLoopEndsIt) {
 TEST_F(PromiseLedgerTest, StepDownWhenNotHoldingMarksTheNextTerm) {
   const uint64_t version = publisher_.Current().version;
   publisher_.StepDown();
-  EXPECT_EQ(publisher_.Current().version, version) << "nothing to tell anyone yet";
+  EXPECT_GT(publisher_.Current().version, version) << "watchers learn of the step-down at once";
+  EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
   publisher_.Publish(Term(3, absl::Seconds(10)));
   EXPECT_TRUE(publisher_.Current().leadership.stepping_down);
   EXPECT_FALSE(publisher_.Promise("app", Now()).leadership().IsLeader(Now()));
