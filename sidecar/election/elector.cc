@@ -111,6 +111,8 @@ MonoTime Elector::Step() {
 MonoTime Elector::Observe(const LeaseEvent& event) {
   const MonoTime now = clock_->Monotonic();
   last_api_contact_ = now;
+  watch_heard_at_ = now;
+  watch_quiet_logged_ = false;
   const std::optional<int64_t> revision = ResourceVersionNumber(event.resource_version);
   // An absence we cannot order (a GET that found nothing), or an event older
   // than what this elector already knows (e.g. of the version its own last
@@ -133,7 +135,7 @@ MonoTime Elector::Observe(const LeaseEvent& event) {
     return next_step_;
   }
   Note(event.record, now);
-  next_step_ = watch_available_ ? ActAt(now) : std::min(next_step_, ActAt(now));
+  next_step_ = watch_available_ ? FollowWithWatch(now) : std::min(next_step_, ActAt(now));
   return next_step_;
 }
 
@@ -145,9 +147,14 @@ MonoTime Elector::SetWatchAvailable(bool available) {
                  available ? "follow the watch; act at the observed expiry"
                            : absl::StrCat("poll every ~", Fmt(options_.retry_period)));
   }
+  if (available && !watch_available_) {
+    watch_heard_at_ = now;
+    watch_quiet_logged_ = false;
+  }
   watch_available_ = available;
   if (!holding_ && observed_) {
-    next_step_ = available ? ActAt(now) : std::min(next_step_, now + JitteredRetryPeriod());
+    next_step_ =
+        available ? FollowWithWatch(now) : std::min(next_step_, now + JitteredRetryPeriod());
   }
   return next_step_;
 }
@@ -230,8 +237,7 @@ MonoTime Elector::Schedule(MonoTime now, bool api_answered) {
   } else if (!api_answered) {
     next_step_ = now + period;
   } else {
-    MonoTime act = ActAt(now);
-    if (!watch_available_) act = std::min(act, now + period);
+    const MonoTime act = watch_available_ ? FollowWithWatch(now) : std::min(ActAt(now), now + period);
     // If this step left the Lease open to us (e.g. it lost a race for a free
     // one), wait a period rather than spin on it.
     next_step_ = act > now ? act : now + period;
@@ -245,6 +251,23 @@ MonoTime Elector::ActAt(MonoTime now) const {
   const bool take_now = may_hide_term_ && record_ && record_->holder_identity.empty();
   if (claimed_until_ && !take_now) return *claimed_until_;
   return resign_hold_off_ ? std::max(now, resign_hold_off_->until) : now;
+}
+
+MonoTime Elector::FollowWithWatch(MonoTime now) {
+  const MonoTime act = ActAt(now);
+  const bool renewed_by_another = record_ && !record_->holder_identity.empty() && !IsOurs(*record_);
+  if (!renewed_by_another) return act;
+  const MonoTime quiet_from = watch_heard_at_ + kQuietWatchPeriods * options_.retry_period;
+  if (now < quiet_from) return std::min(act, quiet_from);
+  if (!watch_quiet_logged_) {
+    watch_quiet_logged_ = true;
+    spdlog::info(
+        "event=watch_quiet lease={} holder={} quiet_for={} next=\"read the Lease every ~{} "
+        "until the watch delivers or the term expires\"",
+        lease_ref_, LogValue(record_->holder_identity), Fmt(now - watch_heard_at_),
+        Fmt(options_.retry_period));
+  }
+  return std::min(act, now + JitteredRetryPeriod());
 }
 
 std::optional<int32_t> Elector::NextToken() const {

@@ -140,6 +140,12 @@ class Elector {
   // event, or on a poll at most 1 + kMaxJitter retry periods later, and
   // recreates it at once; the rest is for that write to land.
   static constexpr int kNoHistoryCreateDelay = 2;
+  // How many retry periods a follower's watch may stay quiet while someone
+  // else holds the Lease before the follower reads it itself (see
+  // SetWatchAvailable): a holder renews every retry period, and each renew
+  // is a watch event, so three quiet periods mean the watch has stalled or
+  // the holder has stopped renewing.
+  static constexpr int kQuietWatchPeriods = 3;
 
   struct Options {
     // This process's holder identity; unique per process (see docs/design.md).
@@ -193,8 +199,12 @@ class Elector {
 
   // Tells the elector whether a watch feeds Observe(). Without one (the
   // default, and e.g. when RBAC forbids watch) a follower polls every retry
-  // period; with one it sleeps until the observed Lease expires. Returns the
-  // new time for the next Step(). Makes no store calls.
+  // period; with one it sleeps until the observed Lease expires, unless
+  // someone else holds it and the watch has been quiet kQuietWatchPeriods
+  // retry periods: then it polls as without one until the watch delivers
+  // again (a watch can stall with its connection open, and a follower that
+  // slept on it would see a crashed holder's expiry up to a lease duration
+  // late). Returns the new time for the next Step(). Makes no store calls.
   MonoTime SetWatchAvailable(bool available);
 
   // Shutdown: if release_on_shutdown and this elector has ever sent an
@@ -248,6 +258,11 @@ class Elector {
   // or missing Lease or our own term (after any resign hold-off), the expiry
   // instant for someone else's.
   MonoTime ActAt(MonoTime now) const;
+  // When a follower with a watch next steps: ActAt(now), or, while someone
+  // else holds the Lease, no later than kQuietWatchPeriods retry periods
+  // after the watch last spoke, and a retry period from now once it has
+  // been quiet that long (logged once per quiet spell).
+  MonoTime FollowWithWatch(MonoTime now);
   absl::Duration JitteredRetryPeriod();
 
   // Records `record` (nullopt: absent) as the latest observed state, read by
@@ -332,6 +347,8 @@ class Elector {
 
   // Scheduling and health.
   bool watch_available_ = false;
+  MonoTime watch_heard_at_;  // the watch's last event, or its start
+  bool watch_quiet_logged_ = false;  // this quiet spell has been logged
   MonoTime next_step_;
   std::optional<MonoTime> last_api_contact_;
   // Consecutive failed store calls and when the first failed: logged once at
