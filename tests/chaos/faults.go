@@ -192,6 +192,27 @@ var faults = []*fault{
 			l.proxy.Forward()
 			return t, err
 		}},
+	{Name: "watch-stall", What: "the followers' open connections to the API server stall (their watches go quiet; new connections work), then kill -9 of the leader; healed once another member leads",
+		Inject: func(g *group, l *slot, _ int) (Instant, error) {
+			for _, s := range g.slots {
+				if s != l {
+					s.proxy.StallOpen()
+				}
+			}
+			defer func() {
+				for _, s := range g.slots {
+					s.proxy.Forward()
+				}
+			}()
+			// Longer than a follower sleeps on a quiet watch (3 retry periods).
+			time.Sleep(4 * g.timing.Retry)
+			t := Now()
+			l.member.Kill()
+			if err := g.awaitLeaderBesides(l); err != nil {
+				return t, err
+			}
+			return t, g.replace(l)
+		}},
 	{Name: "edit-annotations", What: "a third party adds annotations (nothing may change)",
 		Inject: func(g *group, _ *slot, round int) (Instant, error) {
 			return g.editLease(func(l *coordinationv1.Lease) {

@@ -348,6 +348,20 @@ func (g *group) waitStable() (*slot, error) {
 	return nil, fmt.Errorf("no single stable leader within %v", timeout)
 }
 
+// awaitLeaderBesides waits until a member other than gone answers leader,
+// for as long as waitStable would wait.
+func (g *group) awaitLeaderBesides(gone *slot) error {
+	timeout := stableWithin(g.timing)
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, s := range g.slots {
+			if a := s.probe.last.Load(); s != gone && a != nil && a.IsLeader && Now().Sub(a.Recv) <= freshness {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("no member besides %s led within %v", gone.member.Name, timeout)
+}
+
 // signal sends sig to s's process.
 func (s *slot) signal(sig syscall.Signal) { s.member.Signal(sig) }
 

@@ -60,7 +60,7 @@ var (
 			{"sigstop", 3}, {"blackhole", 3}, {"latency", 2}, {"apiserver-restart", 2}, {"delete", 3},
 			{"edit-holder", 3}, {"edit-duration", 2}, {"edit-annotations", 3}, {"conflicts", 3},
 			{"token-rotation", 3}, {"reapply-cut-off", 2}, {"edit-duration-new-member", 2},
-			{"lost-replies", 2},
+			{"lost-replies", 2}, {"watch-stall", 2},
 		},
 		"nowatch": {
 			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"sigterm-anon", 2}, {"resign-grpc", 3},

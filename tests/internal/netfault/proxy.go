@@ -16,7 +16,10 @@ import (
 // directions and keeps every connection open, as a partition does; queued
 // bytes flow again when it heals), holds only the replies (what the member
 // sends reaches the server, what the server answers does not: a write is
-// applied and its response lost) or delays every chunk by a latency.
+// applied and its response lost), stalls only the connections already open
+// (as a middlebox that lost their state does: a watch stream goes quiet with
+// its connection open, while requests on new connections work) or delays
+// every chunk by a latency.
 //
 // Safe for concurrent use. Close ends every connection.
 type Proxy struct {
@@ -25,6 +28,10 @@ type Proxy struct {
 	blocked atomic.Bool  // both directions
 	muted   atomic.Bool  // the server's replies only
 	latency atomic.Int64 // nanoseconds added to every chunk
+	// Connections are numbered from 1 as they are accepted; those numbered
+	// up to stallTo are held in both directions.
+	dialled atomic.Uint64
+	stallTo atomic.Uint64
 	closed  chan struct{}
 	mu      sync.Mutex
 	conns   map[net.Conn]struct{}
@@ -49,9 +56,11 @@ func NewProxy(target string) (*Proxy, error) {
 // Addr is where members connect.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Forward heals the link: no black hole, no held replies, no latency.
+// Forward heals the link: no black hole, no held replies, no stalled
+// connections, no latency.
 func (p *Proxy) Forward() {
 	p.latency.Store(0)
+	p.stallTo.Store(0)
 	p.blocked.Store(false)
 	p.muted.Store(false)
 }
@@ -62,6 +71,10 @@ func (p *Proxy) BlackHole() { p.blocked.Store(true) }
 // HoldReplies stops forwarding what the server sends until Forward; what
 // the member sends still reaches the server.
 func (p *Proxy) HoldReplies() { p.muted.Store(true) }
+
+// StallOpen stops forwarding on every connection open now, in both
+// directions, until Forward; connections opened later pass.
+func (p *Proxy) StallOpen() { p.stallTo.Store(p.dialled.Load()) }
 
 // Delay adds d to every chunk forwarded until Forward.
 func (p *Proxy) Delay(d time.Duration) { p.latency.Store(int64(d)) }
@@ -117,7 +130,8 @@ func (p *Proxy) serve(down net.Conn) {
 		return
 	}
 	defer p.untrack(down)
-	if !p.hold(time.Now(), false) {
+	id := p.dialled.Add(1)
+	if !p.hold(id, time.Now(), false) {
 		return
 	}
 	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
@@ -129,23 +143,23 @@ func (p *Proxy) serve(down net.Conn) {
 	}
 	defer p.untrack(up)
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(up, down, false); done <- struct{}{} }()
-	go func() { p.pipe(down, up, true); done <- struct{}{} }()
+	go func() { p.pipe(id, up, down, false); done <- struct{}{} }()
+	go func() { p.pipe(id, down, up, true); done <- struct{}{} }()
 	<-done // either side closing ends both
 }
 
-// hold waits until a chunk read at readAt (a reply: from the server) may be
-// forwarded: the black hole has healed, replies are no longer held and the
-// latency has passed. False if the proxy closed or the chunk was held longer
-// than maxHold.
-func (p *Proxy) hold(readAt time.Time, reply bool) bool {
+// hold waits until a chunk of connection id read at readAt (a reply: from
+// the server) may be forwarded: the black hole has healed, replies are no
+// longer held, the connection is not stalled and the latency has passed.
+// False if the proxy closed or the chunk was held longer than maxHold.
+func (p *Proxy) hold(id uint64, readAt time.Time, reply bool) bool {
 	for time.Since(readAt) < maxHold {
 		select {
 		case <-p.closed:
 			return false
 		default:
 		}
-		if p.blocked.Load() || (reply && p.muted.Load()) {
+		if p.blocked.Load() || (reply && p.muted.Load()) || id <= p.stallTo.Load() {
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
@@ -158,13 +172,13 @@ func (p *Proxy) hold(readAt time.Time, reply bool) bool {
 	return false
 }
 
-// pipe forwards src to dst; reply says src is the server.
-func (p *Proxy) pipe(dst io.Writer, src io.Reader, reply bool) {
+// pipe forwards src to dst for connection id; reply says src is the server.
+func (p *Proxy) pipe(id uint64, dst io.Writer, src io.Reader, reply bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.hold(time.Now(), reply) {
+			if !p.hold(id, time.Now(), reply) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {

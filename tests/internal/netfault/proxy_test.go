@@ -98,6 +98,28 @@ func TestBlackHoleHoldsBytesAndKeepsTheConnection(t *testing.T) {
 	}
 }
 
+func TestStallOpenHoldsOpenConnectionsAndPassesNewOnes(t *testing.T) {
+	p, c, r := echoThroughProxy(t)
+	roundTrip(t, c, r, time.Second)
+	p.StallOpen()
+	if _, ok := roundTrip(t, c, r, 200*time.Millisecond); ok {
+		t.Fatal("an echo came through a stalled connection")
+	}
+	fresh, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, ok := roundTrip(t, fresh, bufio.NewReader(fresh), time.Second); !ok {
+		t.Fatal("a connection opened after StallOpen was held")
+	}
+	p.Forward()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("after healing: %q %v; want the held echo on the same connection", line, err)
+	}
+}
+
 func TestDelayAddsLatencyEachWay(t *testing.T) {
 	p, c, r := echoThroughProxy(t)
 	p.Delay(100 * time.Millisecond)
