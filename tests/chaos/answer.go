@@ -36,14 +36,24 @@ const (
 	Health                  // baton grpc.health.v1 Check, service "leader"
 	AnonHTTP                // baton GET /leader without client_id (never acknowledged)
 	ClientGo                // goelector GET /leader (isLeader and fencingToken only)
+	// baton GET /leader?client_id= by a second process that shares the
+	// application's client_id and never acknowledges (acks rounds)
+	SharedHTTP
+	// baton GET /leader?client_id= with an id used once, as an application
+	// that makes a client per request does (acks rounds); never acknowledged
+	OneOffHTTP
 )
 
-var surfaceNames = [...]string{"http", "grpc", "watch", "health", "anon-http", "client-go"}
+var surfaceNames = [...]string{"http", "grpc", "watch", "health", "anon-http", "client-go", "shared-http", "one-off-http"}
 
 func (s Surface) String() string { return surfaceNames[s] }
 
 // hasToken says whether answers on s carry the fencing token.
 func (s Surface) hasToken() bool { return s != Health }
+
+// application says whether s is how the application beside a baton member
+// asks: the answers its leader work follows and its acknowledgements cover.
+func (s Surface) application() bool { return s == HTTP || s == GRPC || s == Watch }
 
 // promises says whether a leader answer on s carries a validity promise.
 func (s Surface) promises() bool { return s != Health && s != ClientGo }

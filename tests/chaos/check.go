@@ -227,7 +227,10 @@ func Check(answers []Answer, acks []Ack, from, to Instant) Result {
 		if !ok {
 			continue
 		}
-		if p.Client != "" {
+		// An acknowledgement says the application stopped: it voids what the
+		// application was promised, never what another process that shares
+		// its client_id was.
+		if p.Surface.application() {
 			produced, _ := p.Window()
 			for _, a := range acked[ackKey{p.Member, p.Client, p.Token}] {
 				if produced <= a.Done && a.At < until {

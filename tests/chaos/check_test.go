@@ -153,6 +153,18 @@ func TestAnonymousPromisesAreNotAcknowledged(t *testing.T) {
 	}
 }
 
+// Another process that shares the application's client_id did not stop
+// when the application acknowledged: its promises stand.
+func TestAnAcknowledgementDoesNotVoidWhatAProcessSharingTheIdWasPromised(t *testing.T) {
+	shared := Answer{Member: "a", Surface: SharedHTTP, Client: "app-a", Send: 999 * ms, Recv: 1001 * ms,
+		IsLeader: true, Token: 1, ValidFor: time.Second, ValidUntil: 2000 * ms}
+	answers := join([]Answer{shared}, withToken(leads("b", 1500*ms, 1600*ms, 0), 2, 0))
+	ack := Ack{Member: "a", Client: "app-a", Token: 1, At: 1100 * ms, Done: 1101 * ms, Acknowledged: true}
+	if r := Check(answers, []Ack{ack}, 0, everything); len(r.Broken) != 1 {
+		t.Errorf("%d broken, want the shared process's promise broken", len(r.Broken))
+	}
+}
+
 func TestWithoutValidUntilOnlyTheCertainPartIsPromised(t *testing.T) {
 	// Asked at 1000ms, answered at 1100ms, validFor 1s: certainly promised
 	// [1100ms, 2000ms).

@@ -70,6 +70,9 @@ type fault struct {
 	ClientGo bool   // may target a client-go leader (else the leader must be baton)
 	Anon     bool   // an anonymous poller (never acknowledges) runs during the round, AnonBounded and AnonLong in turn
 	AckVia   AckVia // how the application acknowledges in this round
+	// Disorderly: the application acknowledges late, twice and out of order,
+	// naming its deadline, and a second process shares its client_id.
+	Disorderly bool
 	// Shared: it disturbs every group (the API server), so it runs while
 	// no other group is in a round, and every round's fault is its own.
 	Shared bool
@@ -105,17 +108,11 @@ var faults = []*fault{
 		return t, err
 	}},
 	{Name: "resign-http", What: "POST /resign on the leader; the application acknowledges over HTTP",
-		AckVia: AckHTTP, Inject: func(g *group, l *slot, _ int) (Instant, error) {
-			t := Now()
-			resp, err := l.probe.http.Post("http://"+l.member.HTTPAddr+"/resign", "", nil)
-			if err != nil {
-				return t, err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return t, fmt.Errorf("POST /resign: %s", resp.Status)
-			}
-			return t, nil
+		AckVia: AckHTTP, Inject: resignHTTP},
+	{Name: "acks", What: "POST /resign while 1,100 one-off client ids hold promises, a second process shares the application's client_id and never acknowledges, and the application acknowledges late, twice and out of order, naming its deadline",
+		AckVia: AckGRPC, Disorderly: true, Inject: func(g *group, l *slot, round int) (Instant, error) {
+			l.probe.oneOffReaders(round, 1100)
+			return resignHTTP(g, l, round)
 		}},
 	{Name: "sigstop", What: "SIGSTOP of the leader past the lease, then SIGCONT", ClientGo: true,
 		Inject: func(g *group, l *slot, _ int) (Instant, error) {
@@ -262,6 +259,19 @@ func degradeLink(degrade func(*group, *netfault.Proxy)) func(*group, *slot, int)
 		l.proxy.Forward()
 		return t, nil
 	}
+}
+
+func resignHTTP(g *group, l *slot, _ int) (Instant, error) {
+	t := Now()
+	resp, err := l.probe.http.Post("http://"+l.member.HTTPAddr+"/resign", "", nil)
+	if err != nil {
+		return t, err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return t, fmt.Errorf("POST /resign: %s", resp.Status)
+	}
+	return t, nil
 }
 
 func sigterm(g *group, l *slot, _ int) (Instant, error) {

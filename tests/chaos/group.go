@@ -144,6 +144,7 @@ type group struct {
 	rec      *Recorder
 	ackVia   atomic.Int32 // AckVia for this round
 	anon     atomic.Int32 // AnonPoll for this round
+	disorder atomic.Bool  // this round's fault is Disorderly
 	tenures  tenures      // every term seen lead, for the fence check
 	spans    []roundSpan  // the rounds run so far, in order
 }
@@ -247,7 +248,7 @@ func (g *group) fill(s *slot) error {
 	if err != nil {
 		return err
 	}
-	p, err := startProbe(m, g.rec, &g.ackVia, &g.anon)
+	p, err := startProbe(m, g.rec, &g.ackVia, &g.anon, &g.disorder)
 	if err != nil {
 		m.Kill()
 		return err

@@ -60,7 +60,7 @@ var (
 			{"sigstop", 3}, {"blackhole", 3}, {"latency", 2}, {"apiserver-restart", 2}, {"delete", 3},
 			{"edit-holder", 3}, {"edit-duration", 2}, {"edit-annotations", 3}, {"conflicts", 3},
 			{"token-rotation", 3}, {"reapply-cut-off", 2}, {"edit-duration-new-member", 2},
-			{"lost-replies", 2}, {"watch-stall", 2},
+			{"lost-replies", 2}, {"watch-stall", 2}, {"acks", 2},
 		},
 		"nowatch": {
 			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"sigterm-anon", 2}, {"resign-grpc", 3},
@@ -415,6 +415,10 @@ func (g *group) inject(f *fault, i, nth int) (fault Instant, leaderName, stall s
 	if alternate(nth) && f.AckVia == AckGRPC && !f.Anon {
 		g.ackVia.Store(int32(AckHTTP)) // both ways of acknowledging, in turn
 	}
+	if f.Disorderly {
+		g.disorder.Store(true)
+		defer g.disorder.Store(false)
+	}
 	if f.Anon {
 		g.anon.Store(int32(anonPoll(nth)))
 		defer g.anon.Store(int32(AnonOff)) // runRound waits for its promises to lapse
@@ -529,7 +533,8 @@ func sampleRate(answers []Answer, from, to Instant) float64 {
 	spans := map[key]*span{}
 	for i := range answers {
 		a := &answers[i]
-		if a.Recv < from || a.Recv >= to || a.Surface == Watch || a.Surface == AnonHTTP {
+		if a.Recv < from || a.Recv >= to || a.Surface == Watch || a.Surface == AnonHTTP ||
+			a.Surface == SharedHTTP || a.Surface == OneOffHTTP {
 			continue
 		}
 		k := key{a.Member, a.Surface}

@@ -90,19 +90,20 @@ const (
 // the member is not leader or is stepping down, stops its leader work and
 // acknowledges that term's promises.
 type probe struct {
-	m       *sidecars.Member
-	client  string // the application's client_id
-	rec     *Recorder
-	ackVia  *atomic.Int32 // AckVia, set per round by the group
-	anon    *atomic.Int32 // AnonPoll: also poll without client_id (set per round)
-	http    *http.Client
-	conn    *grpc.ClientConn
-	stop    chan struct{}
-	stopped sync.Once
-	wg      sync.WaitGroup
-	last    atomic.Pointer[Answer] // the latest HTTP (or client-go) answer
-	ackSent atomic.Int64
-	ackOK   atomic.Int64
+	m      *sidecars.Member
+	client string // the application's client_id
+	rec    *Recorder
+	ackVia *atomic.Int32 // AckVia, set per round by the group
+	anon   *atomic.Int32 // AnonPoll: also poll without client_id (set per round)
+	// The round's fault is Disorderly: acknowledge late, twice and out of
+	// order, naming the deadline; a second process polls with client.
+	disorder *atomic.Bool
+	http     *http.Client
+	conn     *grpc.ClientConn
+	stop     chan struct{}
+	stopped  sync.Once
+	wg       sync.WaitGroup
+	last     atomic.Pointer[Answer] // the latest HTTP (or client-go) answer
 
 	mu       sync.Mutex
 	working  bool    // the application's leader work is running
@@ -134,8 +135,8 @@ func (p *probe) view() leaderView {
 	return leaderView{p.working, p.token, p.revision, p.until}
 }
 
-func startProbe(m *sidecars.Member, rec *Recorder, ackVia *atomic.Int32, anon *atomic.Int32) (*probe, error) {
-	p := &probe{m: m, client: "app-" + m.Name, rec: rec, ackVia: ackVia, anon: anon,
+func startProbe(m *sidecars.Member, rec *Recorder, ackVia, anon *atomic.Int32, disorder *atomic.Bool) (*probe, error) {
+	p := &probe{m: m, client: "app-" + m.Name, rec: rec, ackVia: ackVia, anon: anon, disorder: disorder,
 		http: &http.Client{Timeout: askTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 4}},
 		stop: make(chan struct{})}
 	if m.Kind == sidecars.ClientGo {
@@ -151,6 +152,7 @@ func startProbe(m *sidecars.Member, rec *Recorder, ackVia *atomic.Int32, anon *a
 	p.loop(p.askGRPC)
 	p.loop(p.askHealth)
 	p.loop(p.askAnonymous)
+	p.loop(p.askShared)
 	p.wg.Add(1)
 	go p.watch()
 	return p, nil
@@ -207,7 +209,7 @@ func (p *probe) record(a Answer) {
 	if a.Surface == HTTP || a.Surface == ClientGo {
 		p.last.Store(&a)
 	}
-	if a.Client != "" {
+	if a.Surface.application() {
 		p.application(a)
 	}
 }
@@ -256,6 +258,24 @@ func (p *probe) askAnonymous() {
 		p.getLeader(AnonHTTP, "", "")
 	case AnonLong:
 		p.getLeader(AnonHTTP, "", "max_valid_for="+anonLongPromise.String())
+	}
+}
+
+// askShared is the second process that shares the application's client_id
+// in Disorderly rounds: it reads, is promised, and never acknowledges.
+func (p *probe) askShared() {
+	if p.disorder.Load() {
+		p.getLeader(SharedHTTP, p.client, "client_id="+url.QueryEscape(p.client))
+	}
+}
+
+// oneOffReaders asks GET /leader once for each of n client ids never used
+// before, as an application that makes a client per request does; none
+// acknowledges.
+func (p *probe) oneOffReaders(round, n int) {
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("one-off-%d-%d", round, i)
+		p.getLeader(OneOffHTTP, id, "client_id="+id)
 	}
 }
 
@@ -359,7 +379,8 @@ func (p *probe) application(a Answer) {
 	leading := a.IsLeader && !a.SteppingDown
 	p.mu.Lock()
 	news := a.Send >= p.since || p.ledOn&(1<<a.Surface) != 0
-	stopped, ack := p.token, p.working && news && (!leading || a.Token != p.token)
+	stopped, until := p.token, p.until
+	ack := p.working && news && (!leading || a.Token != p.token)
 	if ack {
 		p.working, p.acked = false, p.token
 	}
@@ -377,40 +398,59 @@ func (p *probe) application(a Answer) {
 		p.wg.Add(1) // the caller's loop holds the group open
 		go func() {
 			defer p.wg.Done()
-			p.acknowledge(stopped)
+			p.acknowledge(stopped, until)
 		}()
 	}
 }
 
-// acknowledge tells the sidecar the application's leader work for token has
-// ended, and records it.
-func (p *probe) acknowledge(token int32) {
+// acknowledge tells the sidecar the application's leader work for token,
+// whose latest leader answer promised until, has ended, and records it. In
+// Disorderly rounds it does so late, naming until, then again naming an
+// earlier deadline (an older acknowledgement overtaken by the newer), and
+// once more later (a retry whose reply was lost).
+func (p *probe) acknowledge(token int32, until Instant) {
 	// The work has stopped (p.working is false): once a write in flight
 	// has ended, none will start.
 	p.writeMu.Lock()
 	p.writeMu.Unlock() // a barrier, not a critical section
+	if !p.disorder.Load() {
+		p.sendAck(token, 0)
+		return
+	}
+	time.Sleep(150 * time.Millisecond)
+	p.sendAck(token, until)
+	p.sendAck(token, until.Add(-100*time.Millisecond))
+	time.Sleep(300 * time.Millisecond)
+	p.sendAck(token, until)
+}
+
+// sendAck acknowledges token, up to the deadline until if it is not 0, and
+// records the acknowledgement.
+func (p *probe) sendAck(token int32, until Instant) {
 	ack := Ack{Member: p.m.Name, Client: p.client, Token: token, At: Now()}
-	p.ackSent.Add(1)
 	var err error
 	if AckVia(p.ackVia.Load()) == AckHTTP {
-		ack.Acknowledged, err = p.ackHTTP(token)
+		ack.Acknowledged, err = p.ackHTTP(token, until)
 	} else {
+		req := &batonv1.AcknowledgeStepDownRequest{ClientId: p.client, FencingToken: token}
+		if until != 0 {
+			req.ValidUntilBoottime = durationpb.New(time.Duration(until))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), askTimeout)
 		var resp *batonv1.AcknowledgeStepDownResponse
-		resp, err = batonv1.NewLeaderElectionClient(p.conn).AcknowledgeStepDown(ctx,
-			&batonv1.AcknowledgeStepDownRequest{ClientId: p.client, FencingToken: token})
+		resp, err = batonv1.NewLeaderElectionClient(p.conn).AcknowledgeStepDown(ctx, req)
 		cancel()
 		ack.Acknowledged = err == nil && resp.GetAcknowledged()
 	}
 	ack.Done = Now()
-	if ack.Acknowledged {
-		p.ackOK.Add(1)
-	}
 	p.rec.addAck(ack)
 }
 
-func (p *probe) ackHTTP(token int32) (bool, error) {
+func (p *probe) ackHTTP(token int32, until Instant) (bool, error) {
 	u := fmt.Sprintf("http://%s/leader/ack?client_id=%s&fencing_token=%d", p.m.HTTPAddr, url.QueryEscape(p.client), token)
+	if until != 0 {
+		u += fmt.Sprintf("&valid_until_boottime=%d.%09ds", until/Instant(time.Second), until%Instant(time.Second))
+	}
 	resp, err := p.http.Post(u, "", nil)
 	if err != nil {
 		return false, err
