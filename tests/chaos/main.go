@@ -70,7 +70,7 @@ var (
 		"defaults": {{"sigterm-anon", 2}, {"sigterm", 1}, {"resign-http", 1}},
 		"mixed": {
 			{"kill9", 4}, {"sigterm", 4}, {"sigstop", 2}, {"blackhole", 2}, {"apiserver-restart", 1},
-			{"lost-replies", 2},
+			{"lost-replies", 2}, {"latency", 2},
 		},
 	}
 )
