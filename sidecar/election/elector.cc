@@ -27,6 +27,13 @@ bool Answered(const absl::Status& status) {
          absl::IsAborted(status);
 }
 
+// A resourceVersion as the fencing revision answers carry: an int64, if it
+// has an order and fits one.
+std::optional<int64_t> RevisionNumber(std::string_view resource_version) {
+  const std::optional<ResourceVersion> rv = ResourceVersion::Parse(resource_version);
+  return rv ? rv->AsInt64() : std::nullopt;
+}
+
 }  // namespace
 
 Elector::Elector(Options options, Clock* clock, LeaseStore* store)
@@ -113,7 +120,7 @@ MonoTime Elector::Observe(const LeaseEvent& event) {
   last_api_contact_ = now;
   watch_heard_at_ = now;
   watch_quiet_logged_ = false;
-  const std::optional<int64_t> revision = ResourceVersionNumber(event.resource_version);
+  const std::optional<ResourceVersion> revision = ResourceVersion::Parse(event.resource_version);
   // An absence we cannot order (a GET that found nothing), or an event older
   // than what this elector already knows (e.g. of the version its own last
   // write replaced): it tells nothing new.
@@ -216,7 +223,7 @@ Leadership Elector::Snapshot() const {
     l.holder_identity = record_->holder_identity;
     if (!l.holding) {
       l.fencing_token = record_->lease_transitions;
-      l.fencing_revision = ResourceVersionNumber(record_->resource_version).value_or(0);
+      l.fencing_revision = RevisionNumber(record_->resource_version).value_or(0);
     }
     l.acquire_time = record_->acquire_time;
     l.renew_time = record_->renew_time;
@@ -345,8 +352,8 @@ void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
   if (record) {
     highest_transitions_ = std::max(highest_transitions_.value_or(record->lease_transitions),
                                     record->lease_transitions);
-    if (const std::optional<int64_t> rv = ResourceVersionNumber(record->resource_version)) {
-      known_revision_ = std::max(known_revision_.value_or(*rv), *rv);
+    if (std::optional<ResourceVersion> rv = ResourceVersion::Parse(record->resource_version)) {
+      if (!known_revision_ || *known_revision_ < *rv) known_revision_ = std::move(rv);
     }
   }
   if (!first && record == record_) return;
@@ -364,7 +371,7 @@ void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
   record_ = record;
 
   const bool ours = record && IsOurs(*record);
-  if (ours && !term_->revision) term_->revision = ResourceVersionNumber(record->resource_version);
+  if (ours && !term_->revision) term_->revision = RevisionNumber(record->resource_version);
   if (record && resign_hold_off_ &&
       ((!record->holder_identity.empty() && !ours) ||
        record->lease_transitions > resign_hold_off_->resigned_transitions)) {

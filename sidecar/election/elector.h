@@ -238,7 +238,8 @@ class Elector {
     absl::Time acquire_time;
     int32_t lease_transitions = 0;
     // resourceVersion of the first record that showed this term as stored:
-    // the winning write's. Unset until then, or if it is not an integer.
+    // the winning write's. Unset until then, or if it is not an integer
+    // that fits an int64.
     std::optional<int64_t> revision;
     // The state it was acquired over may hide a term this elector never saw:
     // the term leads only UnseenPromiseBound after the acquisition returned.
@@ -315,8 +316,8 @@ class Elector {
   bool observed_ = false;                       // a read or watch event has succeeded
   std::optional<LeaseRecord> record_;           // nullopt: absent (or never read)
   std::optional<int32_t> highest_transitions_;  // across every record seen
-  // The newest resourceVersion seen (record or deletion), as an integer.
-  std::optional<int64_t> known_revision_;
+  // The newest resourceVersion seen (record or deletion) that has an order.
+  std::optional<ResourceVersion> known_revision_;
   // Until this instant a term this elector may not take over may still be
   // promised to its holder's readers: someone else's observed term, also
   // after it vanished, or a term this elector could not have seen. Unset when

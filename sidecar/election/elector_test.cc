@@ -879,6 +879,22 @@ TEST_F(ElectorTest, LateWatchEventForTheVersionWeReplacedIsIgnored) {
   EXPECT_GT(next, Now()) << "an event older than our own write is dropped";
 }
 
+// KEP-5504 allows resourceVersions up to 128 bits: past int64 they still
+// order, by length and then digits, and an older event is still dropped.
+TEST_F(ElectorTest, ResourceVersionsPastInt64StillOrderWatchEvents) {
+  elector_->SetWatchAvailable(true);
+  LeaseRecord held = SetLease("other");
+  elector_->Step();
+  LeaseRecord released = held;
+  released.holder_identity = "";
+  released.lease_duration_seconds = 1;
+  released.resource_version = "18446744073709551616";  // 2^64
+  held.resource_version = "18446744073709551617";
+  const MonoTime wake = elector_->Observe(Seen(held));
+  EXPECT_EQ(elector_->Observe(Seen(released)), wake) << "the older release is dropped";
+  EXPECT_EQ(elector_->Observe(Seen(held)), wake) << "as is the same version again";
+}
+
 // --- Fencing tokens --------------------------------------------------------
 
 TEST_F(ElectorTest, TokenStaysMonotonicAfterLeaseIsDeletedAndRecreated) {
@@ -925,13 +941,13 @@ TEST_F(ElectorTest, TokenIsNeverWrappedAtInt32Max) {
 TEST_F(ElectorTest, FencingRevisionIsTheResourceVersionOfTheWinningWrite) {
   TakeOverReleased(/*transitions=*/2);
   const LeaseRecord won = *store_.Current();
-  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersionNumber(won.resource_version));
+  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersion::Parse(won.resource_version)->AsInt64());
 
   // Renews write newer versions; the term's revision stays the winning one.
   clock_.Advance(kRetryPeriod);
   elector_->Step();
   EXPECT_NE(store_.Current()->resource_version, won.resource_version);
-  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersionNumber(won.resource_version));
+  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersion::Parse(won.resource_version)->AsInt64());
 }
 
 TEST_F(ElectorTest, FencingRevisionKeepsGrowingWhenLeaseTransitionsRestart) {

@@ -1,14 +1,27 @@
 #include "sidecar/election/lease_record.h"
 
-namespace baton {
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 
-std::optional<int64_t> ResourceVersionNumber(std::string_view rv) {
-  if (rv.empty() || rv.size() > 18 || (rv.size() > 1 && rv[0] == '0')) return std::nullopt;
-  int64_t n = 0;
+namespace baton {
+namespace {
+
+// 2^128 - 1 has 39 decimal digits.
+constexpr size_t kMaxDigits = 39;
+
+}  // namespace
+
+std::optional<ResourceVersion> ResourceVersion::Parse(std::string_view rv) {
+  if (rv.empty() || rv.size() > kMaxDigits || (rv.size() > 1 && rv[0] == '0')) return std::nullopt;
   for (char c : rv) {
-    if (c < '0' || c > '9') return std::nullopt;
-    n = n * 10 + (c - '0');
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return std::nullopt;
   }
+  return ResourceVersion(rv);
+}
+
+std::optional<int64_t> ResourceVersion::AsInt64() const {
+  int64_t n = 0;
+  if (!absl::SimpleAtoi(digits_, &n)) return std::nullopt;
   return n;
 }
 

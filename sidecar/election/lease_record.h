@@ -9,6 +9,7 @@
 #ifndef BATON_SIDECAR_ELECTION_LEASE_RECORD_H_
 #define BATON_SIDECAR_ELECTION_LEASE_RECORD_H_
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,12 +53,29 @@ struct LeaseEvent {
   friend bool operator==(const LeaseEvent&, const LeaseEvent&) = default;
 };
 
-// A resourceVersion as the integer it is on Kubernetes 1.35+ (KEP-5504:
-// resourceVersions of one resource type are comparable decimal integers;
-// older etcd-backed servers give the same in practice). nullopt for anything
-// else (empty, not decimal, a leading zero, beyond int64), which is then not
-// ordered.
-std::optional<int64_t> ResourceVersionNumber(std::string_view resource_version);
+// A resourceVersion in the order KEP-5504 defines for Kubernetes 1.35+: the
+// resourceVersions of one resource type are decimal integers without leading
+// zeros, of up to 128 bits, ordered by length and then digit by digit (older
+// etcd-backed servers give the same in practice). Anything else (empty, not
+// decimal, a leading zero, more than 39 digits) has no order: Parse returns
+// nullopt, and such an observation is not ordered against others.
+class ResourceVersion {
+ public:
+  static std::optional<ResourceVersion> Parse(std::string_view resource_version);
+
+  // The value, where it fits an int64 (the fencing revision answers carry).
+  std::optional<int64_t> AsInt64() const;
+
+  friend bool operator==(const ResourceVersion&, const ResourceVersion&) = default;
+  friend std::strong_ordering operator<=>(const ResourceVersion& a, const ResourceVersion& b) {
+    if (a.digits_.size() != b.digits_.size()) return a.digits_.size() <=> b.digits_.size();
+    return a.digits_.compare(b.digits_) <=> 0;
+  }
+
+ private:
+  explicit ResourceVersion(std::string_view digits) : digits_(digits) {}
+  std::string digits_;
+};
 
 }  // namespace baton
 
