@@ -244,7 +244,8 @@ MonoTime Elector::Schedule(MonoTime now, bool api_answered) {
   } else if (!api_answered) {
     next_step_ = now + period;
   } else {
-    const MonoTime act = watch_available_ ? FollowWithWatch(now) : std::min(ActAt(now), now + period);
+    const MonoTime act =
+        watch_available_ ? FollowWithWatch(now) : std::min(ActAt(now), now + period);
     // If this step left the Lease open to us (e.g. it lost a race for a free
     // one), wait a period rather than spin on it.
     next_step_ = act > now ? act : now + period;

@@ -348,7 +348,7 @@ class Elector {
 
   // Scheduling and health.
   bool watch_available_ = false;
-  MonoTime watch_heard_at_;  // the watch's last event, or its start
+  MonoTime watch_heard_at_;          // the watch's last event, or its start
   bool watch_quiet_logged_ = false;  // this quiet spell has been logged
   MonoTime next_step_;
   std::optional<MonoTime> last_api_contact_;

@@ -941,13 +941,15 @@ TEST_F(ElectorTest, TokenIsNeverWrappedAtInt32Max) {
 TEST_F(ElectorTest, FencingRevisionIsTheResourceVersionOfTheWinningWrite) {
   TakeOverReleased(/*transitions=*/2);
   const LeaseRecord won = *store_.Current();
-  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersion::Parse(won.resource_version)->AsInt64());
+  EXPECT_EQ(elector_->Snapshot().fencing_revision,
+            *ResourceVersion::Parse(won.resource_version)->AsInt64());
 
   // Renews write newer versions; the term's revision stays the winning one.
   clock_.Advance(kRetryPeriod);
   elector_->Step();
   EXPECT_NE(store_.Current()->resource_version, won.resource_version);
-  EXPECT_EQ(elector_->Snapshot().fencing_revision, *ResourceVersion::Parse(won.resource_version)->AsInt64());
+  EXPECT_EQ(elector_->Snapshot().fencing_revision,
+            *ResourceVersion::Parse(won.resource_version)->AsInt64());
 }
 
 TEST_F(ElectorTest, FencingRevisionKeepsGrowingWhenLeaseTransitionsRestart) {
