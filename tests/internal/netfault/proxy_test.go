@@ -77,6 +77,28 @@ func roundTrip(t *testing.T, c net.Conn, r *bufio.Reader, wait time.Duration) (t
 	return time.Since(start), true
 }
 
+// faultHoldsTheEcho starts an echo through a proxy, applies fault to it and
+// checks that the next echo does not come through.
+func faultHoldsTheEcho(t *testing.T, fault func(*Proxy)) (*Proxy, net.Conn, *bufio.Reader) {
+	t.Helper()
+	p, c, r := echoThroughProxy(t)
+	roundTrip(t, c, r, time.Second)
+	fault(p)
+	if _, ok := roundTrip(t, c, r, 200*time.Millisecond); ok {
+		t.Fatal("an echo came through the fault")
+	}
+	return p, c, r
+}
+
+// expectHeldEcho reads, within a second, the echo a fault held on c.
+func expectHeldEcho(t *testing.T, c net.Conn, r *bufio.Reader) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
+		t.Fatalf("after healing: %q %v; want the held echo on the same connection", line, err)
+	}
+}
+
 func TestProxyForwards(t *testing.T) {
 	_, c, r := echoThroughProxy(t)
 	if _, ok := roundTrip(t, c, r, time.Second); !ok {
@@ -85,26 +107,13 @@ func TestProxyForwards(t *testing.T) {
 }
 
 func TestBlackHoleHoldsBytesAndKeepsTheConnection(t *testing.T) {
-	p, c, r := echoThroughProxy(t)
-	roundTrip(t, c, r, time.Second)
-	p.BlackHole()
-	if _, ok := roundTrip(t, c, r, 200*time.Millisecond); ok {
-		t.Fatal("an echo came through the black hole")
-	}
+	p, c, r := faultHoldsTheEcho(t, (*Proxy).BlackHole)
 	p.Forward()
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
-		t.Fatalf("after healing: %q %v; want the held echo on the same connection", line, err)
-	}
+	expectHeldEcho(t, c, r)
 }
 
 func TestStallOpenHoldsOpenConnectionsAndPassesNewOnes(t *testing.T) {
-	p, c, r := echoThroughProxy(t)
-	roundTrip(t, c, r, time.Second)
-	p.StallOpen()
-	if _, ok := roundTrip(t, c, r, 200*time.Millisecond); ok {
-		t.Fatal("an echo came through a stalled connection")
-	}
+	p, c, r := faultHoldsTheEcho(t, (*Proxy).StallOpen)
 	fresh, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -114,10 +123,7 @@ func TestStallOpenHoldsOpenConnectionsAndPassesNewOnes(t *testing.T) {
 		t.Fatal("a connection opened after StallOpen was held")
 	}
 	p.Forward()
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
-		t.Fatalf("after healing: %q %v; want the held echo on the same connection", line, err)
-	}
+	expectHeldEcho(t, c, r)
 }
 
 func TestDelayAddsLatencyEachWay(t *testing.T) {
@@ -147,8 +153,5 @@ func TestHoldRepliesDeliversRequestsAndHoldsTheirReplies(t *testing.T) {
 		t.Fatal("the request did not reach the server while replies were held")
 	}
 	p.Forward()
-	c.SetReadDeadline(time.Now().Add(time.Second))
-	if line, err := r.ReadString('\n'); err != nil || line != "ping\n" {
-		t.Fatalf("after healing: %q %v; want the held reply on the same connection", line, err)
-	}
+	expectHeldEcho(t, c, r)
 }
