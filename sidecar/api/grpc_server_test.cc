@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "baton/v1/leader_election.grpc.pb.h"
+#include "gmock/gmock.h"
 #include "google/protobuf/util/time_util.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/create_channel.h"
@@ -22,6 +23,7 @@
 namespace baton {
 namespace {
 
+using ::testing::HasSubstr;
 using Event = v1::WatchLeadershipResponse::Event;
 using google::protobuf::util::TimeUtil;
 using testing::ApiTestEnv;
@@ -529,17 +531,17 @@ TEST_F(GrpcServerTest, HealthCheckOfAnUnknownServiceIsNotFound) {
   EXPECT_EQ(call.error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
-TEST_F(GrpcServerTest, HealthWatchSendsEveryChangeOfLeaderIncludingTimeRunningOut) {
+// A Watch message has no deadline: a leader paused past its promises would
+// stay SERVING to its watchers while another pod leads.
+TEST_F(GrpcServerTest, HealthWatchOfLeaderIsRefusedBecauseItsAnswerWouldHaveNoDeadline) {
+  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
   HealthWatchClient watch(health_stub_.get(), "leader");
-  EXPECT_EQ(watch.NextStatus(), HealthResponse::NOT_SERVING);
-  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
-  EXPECT_EQ(watch.NextStatus(), HealthResponse::SERVING);
-  // A renew changes nothing the stream is told about.
-  env_.clock.Advance(absl::Seconds(1));
-  env_.publisher.Publish(Leading(env_.clock, 1, absl::Seconds(10)));
-  EXPECT_FALSE(watch.Next(absl::Milliseconds(100)));
-  env_.clock.Advance(absl::Seconds(10));
-  EXPECT_EQ(watch.NextStatus(), HealthResponse::NOT_SERVING);
+  std::optional<grpc::Status> status = watch.Status();
+  ASSERT_TRUE(status);
+  EXPECT_EQ(status->error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(status->error_message(), HasSubstr("WatchLeadership"));
+  // Check still answers, when asked.
+  EXPECT_EQ(Check("leader"), HealthResponse::SERVING);
 }
 
 TEST_F(GrpcServerTest, HealthWatchOfTheHooksFollowsThemWithinTheRefreshInterval) {
@@ -567,11 +569,11 @@ TEST_F(GrpcServerTest, HealthWatchOfAnUnknownServiceSaysSoAndStaysOpen) {
 TEST_F(GrpcServerTest, ShutdownTellsHealthWatchersNotServingThenEndsThemWithOk) {
   env_.publisher.Publish(Leading(env_.clock, 1));
   HealthWatchClient live(health_stub_.get(), "");
-  HealthWatchClient leader(health_stub_.get(), "leader");
+  HealthWatchClient ready(health_stub_.get(), "ready");
   ASSERT_EQ(live.NextStatus(), HealthResponse::SERVING);
-  ASSERT_EQ(leader.NextStatus(), HealthResponse::SERVING);
+  ASSERT_EQ(ready.NextStatus(), HealthResponse::SERVING);
   server_->Shutdown(SystemClock()->Monotonic() + absl::Seconds(5));
-  for (HealthWatchClient* w : {&live, &leader}) {
+  for (HealthWatchClient* w : {&live, &ready}) {
     EXPECT_EQ(w->NextStatus(), HealthResponse::NOT_SERVING);
     std::optional<grpc::Status> status = w->Status();
     ASSERT_TRUE(status);
@@ -584,9 +586,9 @@ TEST_F(GrpcServerTest, HealthWatchersBeyondTheLimitGetResourceExhausted) {
   GrpcServerOptions options = TestOptions();
   options.max_health_watchers = 1;
   StartServer(options);
-  HealthWatchClient first(health_stub_.get(), "leader");
-  ASSERT_EQ(first.NextStatus(), HealthResponse::NOT_SERVING);
-  HealthWatchClient refused(health_stub_.get(), "leader");
+  HealthWatchClient first(health_stub_.get(), "");
+  ASSERT_EQ(first.NextStatus(), HealthResponse::SERVING);
+  HealthWatchClient refused(health_stub_.get(), "");
   std::optional<grpc::Status> status = refused.Status();
   ASSERT_TRUE(status);
   EXPECT_EQ(status->error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);

@@ -47,13 +47,13 @@ HealthService::Status HealthService::StatusNow(size_t index) const {
 
 HealthService::WatchSource::Round HealthService::WatchSource::NewRound() const {
   Statuses statuses;
-  for (size_t i = 0; i < kServices; ++i) statuses[i] = service_->StatusNow(i);
+  for (size_t i = 0; i < kWatchable; ++i) statuses[i] = service_->StatusNow(i);
   return Round(statuses);
 }
 
 HealthService::Status HealthService::WatchSource::Round::Probe(const std::string& service) const {
   const std::optional<size_t> index = IndexOf(service);
-  return index ? statuses_[*index] : Response::SERVICE_UNKNOWN;
+  return index && *index < kWatchable ? statuses_[*index] : Response::SERVICE_UNKNOWN;
 }
 
 WatchAnswer<HealthService::Response, HealthService::Status>
@@ -84,8 +84,18 @@ grpc::ServerUnaryReactor* HealthService::Check(grpc::CallbackServerContext* cont
 
 grpc::ServerWriteReactor<HealthService::Response>* HealthService::Watch(
     grpc::CallbackServerContext*, const grpc::health::v1::HealthCheckRequest* request) {
+  // A leader status with no deadline would outlive the promise (see the
+  // header).
+  const absl::Status refusal =
+      request->service() == kHealthServiceLeader
+          ? absl::FailedPreconditionError(
+                "health service \"leader\" cannot be watched: a Watch message carries no "
+                "deadline, so a paused sidecar would stay SERVING; use Check (a grpc: "
+                "readinessProbe) or baton.v1.LeaderElection/WatchLeadership, whose answers "
+                "say how long they hold")
+          : absl::OkStatus();
   return GrpcWatchReactor<WatchSource>::Open(&watches_, request->service(), absl::ZeroDuration(),
-                                             absl::OkStatus(), kWatch, context_->metrics);
+                                             refusal, kWatch, context_->metrics);
 }
 
 }  // namespace baton

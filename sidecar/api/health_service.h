@@ -3,7 +3,7 @@
 // service names:
 //
 //   "leader"  SERVING only while this pod leads (for a Kubernetes `grpc:`
-//             readinessProbe that routes a Service to the leader)
+//             readinessProbe that routes a Service to the leader); Check only
 //   ""        SERVING while the sidecar is live (ApiHooks::liveness)
 //   "ready"   SERVING while the sidecar is ready (ApiHooks::readiness)
 //
@@ -14,11 +14,20 @@
 //
 // Watch streams are WatchStreams (watch_streams.h), driven by the owner
 // (GrpcServer) through Refresh(): a stream is sent its service's status at
-// once, then again whenever it differs from the last one sent. "leader"
-// changes with the snapshot and with time alone (the owner refreshes when the
-// guarantee runs out); "" and "ready" come from the daemon's hooks, so the
-// owner's periodic refresh is what notices them. For an unknown name the
-// status is SERVICE_UNKNOWN and the stream stays open, as the protocol says.
+// once, then again whenever it differs from the last one sent. "" and "ready"
+// come from the daemon's hooks, so the owner's periodic refresh is what
+// notices them. For an unknown name the status is SERVICE_UNKNOWN and the
+// stream stays open, as the protocol says.
+//
+// A Watch of "leader" is refused with FAILED_PRECONDITION. A Watch message
+// carries no deadline: SERVING holds until the next message, and a sidecar
+// that is paused, or cut off from its consumer, sends none. So a leader
+// paused past its promises would go on being SERVING to its watchers while
+// another pod leads: two leaders on this surface. A Check is answered when
+// asked, and its caller's deadline ends the answer of a sidecar that does not
+// answer. (grpc's client-side health checking treats the refusal as
+// unhealthy and retries with backoff; UNIMPLEMENTED would make it treat the
+// pod as healthy.)
 //
 // Once BeginShutdown has been called every service is NOT_SERVING.
 #ifndef BATON_SIDECAR_API_HEALTH_SERVICE_H_
@@ -76,12 +85,14 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
   int watchers() const { return watches_.size(); }
 
  private:
-  // The services served, in a fixed order: "", "ready", "leader".
+  // The services served, in a fixed order: "", "ready", "leader"; the
+  // first kWatchable of them can be watched.
   static constexpr size_t kServices = 3;
+  static constexpr size_t kWatchable = 2;
   // The position of `service` in that order; nullopt if it is not served.
   static std::optional<size_t> IndexOf(const std::string& service);
-  // The statuses of every service at one instant, in that order.
-  using Statuses = std::array<Status, kServices>;
+  // The statuses of every watchable service at one instant, in that order.
+  using Statuses = std::array<Status, kWatchable>;
 
   // What Watch streams watch (a WatchStreams Source). A stream's param is its
   // service name.
@@ -95,6 +106,7 @@ class HealthService final : public grpc::health::v1::Health::CallbackService {
      public:
       explicit Round(Statuses statuses) : statuses_(statuses) {}
       // The status the Round saw; SERVICE_UNKNOWN for a name not served.
+      // Never asked for "leader", whose streams are refused.
       Key Probe(const std::string& service) const;
       WatchAnswer<Response, Key> Answer(const std::string& service,
                                         absl::FunctionRef<WatchReason(const Key&)> reason_for);
