@@ -133,6 +133,15 @@ var faults = []*fault{
 			t := Now()
 			return t, g.h.cp.RestartAPIServer()
 		}},
+	{Name: "clock-step", What: "this machine's wall clock stepped back 30s for longer than the lease, then forward again (nothing may change; needs CAP_SYS_TIME)",
+		ClientGo: true, Shared: true, Inject: func(g *group, _ *slot, _ int) (Instant, error) {
+			t := Now()
+			if err := wall.Step(-wallClockStep); err != nil {
+				return t, err
+			}
+			time.Sleep(g.pastTheLease())
+			return t, wall.Restore()
+		}},
 	{Name: "delete", What: "the Lease deleted under its leader", Inject: func(g *group, _ *slot, _ int) (Instant, error) {
 		ctx, cancel := requestContext()
 		defer cancel()

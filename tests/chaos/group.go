@@ -25,6 +25,7 @@ type harness struct {
 	admin       *kubernetes.Clientset // the admin: third-party edits, deletes, tokens
 	baton       string                // binaries
 	goelector   string
+	previous    string                           // the previous release's baton; "" if not given
 	logDir      string                           // member logs, credentials, failed rounds' answers
 	failed      atomic.Int32                     // rounds that failed; if any, logDir is kept
 	keepAnswers bool                             // dump every round's answers, keep logDir
@@ -88,6 +89,9 @@ type groupConfig struct {
 	Args      []string           // more flags for its baton members
 	Durations sidecars.Durations // zero: sidecars.Short
 	LongOnly  bool               // runs in the long profile only
+	// Previous: every other process of a slot runs the previous release
+	// (harness.previous), so the group goes through every mix of versions.
+	Previous bool
 }
 
 // timing is the durations c's members run on.
@@ -239,10 +243,14 @@ func (g *group) fill(s *slot) error {
 		Name:     fmt.Sprintf("%s-%d.%d", g.cfg.Name, s.index, s.gen),
 		Election: el,
 		LogDir:   filepath.Join(g.h.logDir, g.ns), Args: g.cfg.Args}
-	if s.kind == sidecars.ClientGo {
+	switch {
+	case s.kind == sidecars.ClientGo:
 		spec.Args = nil
 		spec.Binary = g.h.goelector
 		spec.Name = fmt.Sprintf("%s-go%d.%d", g.cfg.Name, s.index, s.gen)
+	case g.cfg.Previous && (s.index+s.gen)%2 == 0:
+		spec.Binary = g.h.previous
+		spec.Name = fmt.Sprintf("%s-prev%d.%d", g.cfg.Name, s.index, s.gen)
 	}
 	m, err := sidecars.Start(spec)
 	if err != nil {

@@ -52,6 +52,10 @@ var (
 		// (a restart of it was not ready within a minute).
 		{Name: "defaults", Verbs: watchRole, Baton: 3, Durations: sidecars.Defaults, LongOnly: true},
 		{Name: "mixed", Verbs: watchRole, Baton: 2, ClientGo: 2}, // with --mixed
+		// A rolling upgrade and its rollback, over and over: each member
+		// alternates between this build and the previous release at every
+		// restart. With --previous.
+		{Name: "release", Verbs: watchRole, Baton: 3, Previous: true},
 	}
 
 	shortPlan = map[string][]planned{
@@ -60,22 +64,43 @@ var (
 			{"sigstop", 3}, {"blackhole", 3}, {"latency", 2}, {"apiserver-restart", 2}, {"delete", 3},
 			{"edit-holder", 3}, {"edit-duration", 2}, {"edit-annotations", 3}, {"conflicts", 3},
 			{"token-rotation", 3}, {"reapply-cut-off", 2}, {"edit-duration-new-member", 2},
-			{"lost-replies", 2}, {"watch-stall", 2}, {"acks", 2},
+			{"lost-replies", 2}, {"watch-stall", 2}, {"acks", 2}, {"clock-step", 2},
 		},
 		"nowatch": {
 			{"delete", 4}, {"kill9", 3}, {"sigterm", 3}, {"sigterm-anon", 2}, {"resign-grpc", 3},
 			{"sigstop", 2}, {"blackhole", 3}, {"edit-holder", 2}, {"reapply-cut-off", 2},
-			{"lost-replies", 2},
+			{"lost-replies", 2}, {"clock-step", 1},
 		},
 		"defaults": {{"sigterm-anon", 2}, {"sigterm", 1}, {"resign-http", 1}},
 		"mixed": {
 			{"kill9", 4}, {"sigterm", 4}, {"sigstop", 2}, {"blackhole", 2}, {"apiserver-restart", 1},
-			{"lost-replies", 2}, {"latency", 2},
+			{"lost-replies", 2}, {"latency", 2}, {"clock-step", 1},
+		},
+		// The classes docs/design.md claims for groups with an older baton:
+		// those of "mixed", and the graceful handovers both versions have.
+		"release": {
+			{"kill9", 3}, {"sigterm", 2}, {"resign-http", 2}, {"resign-grpc", 1}, {"sigstop", 1},
+			{"blackhole", 1}, {"lost-replies", 1}, {"latency", 1},
 		},
 	}
 )
 
 const longFactor = 17
+
+// plannedFaults is want, or when want is empty every fault of the plans.
+func plannedFaults(want []string) []string {
+	if len(want) > 0 {
+		return want
+	}
+	for _, plan := range shortPlan {
+		for _, p := range plan {
+			if !slices.Contains(want, p.fault) {
+				want = append(want, p.fault)
+			}
+		}
+	}
+	return want
+}
 
 type planned struct {
 	fault  string
@@ -118,6 +143,7 @@ func main() {
 	rounds := flag.Int("rounds", 0, "rounds of each fault in each configuration (default: the profile's)")
 	only := flag.String("faults", "", "comma-separated fault names to run (default: all)")
 	mixed := flag.Bool("mixed", false, "also run the mixed group: baton sidecars and client-go LeaderElectors on one Lease")
+	previous := flag.String("previous", "", "the previous release's baton binary: also run the release group, whose members alternate between it and this build at every restart")
 	keep := flag.Bool("keep-answers", false, "keep every round's answers (not only failed rounds'), and the member logs")
 	again := flag.Bool("recheck", false, "run no faults: check the kept rounds (TSV files) given as arguments again")
 	writers := flag.Bool("writers", true, "an application beside every baton member writes into one PostgreSQL through the fence")
@@ -126,7 +152,19 @@ func main() {
 	if *again {
 		os.Exit(min(recheck(flag.Args()), 1))
 	}
-	os.Exit(run(*profile, *rounds, *only, *mixed, *keep, writeOptions{enabled: *writers, bypass: *bypass}))
+	os.Exit(run(runOptions{profile: *profile, rounds: *rounds, only: *only, mixed: *mixed, previous: *previous,
+		keepAnswers: *keep, writes: writeOptions{enabled: *writers, bypass: *bypass}}))
+}
+
+// runOptions are the command line's choices for a run.
+type runOptions struct {
+	profile     string
+	rounds      int    // of each planned fault; 0: the profile's
+	only        string // comma-separated faults; "": all
+	mixed       bool   // run the mixed group
+	previous    string // the previous release's binary; "": no release group
+	keepAnswers bool
+	writes      writeOptions
 }
 
 // writeOptions says whether the applications write, and how.
@@ -136,20 +174,20 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "chaos %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func run(profile string, rounds int, only string, mixed, keepAnswers bool, writes writeOptions) int {
+func run(o runOptions) int {
 	factor := 1
 	limit := 8 * time.Minute
-	switch profile {
+	switch o.profile {
 	case "short":
 	case "long":
 		factor, limit = longFactor, 6*time.Hour
 	default:
-		logf("unknown --profile %q (short or long)", profile)
+		logf("unknown --profile %q (short or long)", o.profile)
 		return 2
 	}
 	var want []string
-	if only != "" {
-		want = strings.Split(only, ",")
+	if o.only != "" {
+		want = strings.Split(o.only, ",")
 		for _, f := range want {
 			if faultNamed(f) == nil {
 				logf("unknown fault %q", f)
@@ -157,29 +195,48 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool, write
 			}
 		}
 	}
+	// The clock-step fault needs CAP_SYS_TIME; without it the run goes on
+	// without that fault and says so.
+	if err := wall.CanStep(); err != nil && (len(want) == 0 || slices.Contains(want, "clock-step")) {
+		logf("clock-step left out: setting the wall clock: %v", err)
+		want = slices.DeleteFunc(plannedFaults(want), func(f string) bool { return f == "clock-step" })
+		if len(want) == 0 {
+			return 2
+		}
+	}
 	if err := selfCheck(); err != nil {
 		logf("checker self-check failed: %v", err)
 		return 1
 	}
 
-	h := &harness{log: logf, keepAnswers: keepAnswers}
+	h := &harness{log: logf, keepAnswers: o.keepAnswers}
 	var err error
 	if h.baton, err = sidecars.BatonBinaryPath(); err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if mixed {
+	if o.mixed {
 		if h.goelector, err = sidecars.BuildGoElector(); err != nil {
 			logf("%v", err)
 			return 1
+		}
+	}
+	if o.previous != "" {
+		if h.previous, err = filepath.Abs(o.previous); err != nil {
+			logf("%v", err)
+			return 1
+		}
+		if _, err = os.Stat(h.previous); err != nil {
+			logf("--previous: %v", err)
+			return 2
 		}
 	}
 	if h.logDir, err = os.MkdirTemp("", "baton-chaos-"); err != nil {
 		logf("%v", err)
 		return 1
 	}
-	if writes.enabled {
-		if h.fences, err = startFenceStore(h.logDir, writes.bypass); err != nil {
+	if o.writes.enabled {
+		if h.fences, err = startFenceStore(h.logDir, o.writes.bypass); err != nil {
 			logf("%v", err)
 			os.RemoveAll(h.logDir)
 			return 1
@@ -218,7 +275,10 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool, write
 		case s := <-signals:
 			logf("%v: stopping", s)
 		case <-time.After(limit):
-			logf("the %s profile overran %v: stopping", profile, limit)
+			logf("the %s profile overran %v: stopping", o.profile, limit)
+		}
+		if err := wall.Restore(); err != nil {
+			logf("%v", err)
 		}
 		stopCP()
 		closeStore()
@@ -233,7 +293,7 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool, write
 	var groups sync.WaitGroup
 	var groupErr atomic.Value
 	for _, cfg := range configs {
-		if (cfg.Name == "mixed" && !mixed) || (cfg.LongOnly && factor == 1) {
+		if (cfg.Name == "mixed" && !o.mixed) || (cfg.Previous && h.previous == "") || (cfg.LongOnly && factor == 1) {
 			continue
 		}
 		var plan []*row
@@ -242,8 +302,8 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool, write
 				continue
 			}
 			n := p.rounds * factor
-			if rounds > 0 {
-				n = rounds
+			if o.rounds > 0 {
+				n = o.rounds
 			}
 			plan = append(plan, &row{fault: faultNamed(p.fault), config: cfg.Name, timing: cfg.timing(), rounds: n})
 		}
@@ -274,7 +334,7 @@ func run(profile string, rounds int, only string, mixed, keepAnswers bool, write
 			return 1
 		}
 	}
-	if h.failed.Load() > 0 || keepAnswers {
+	if h.failed.Load() > 0 || o.keepAnswers {
 		logf("member logs and recorded answers: %s", h.logDir)
 	} else {
 		os.RemoveAll(h.logDir)
