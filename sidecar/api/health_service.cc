@@ -86,8 +86,9 @@ grpc::ServerWriteReactor<HealthService::Response>* HealthService::Watch(
     grpc::CallbackServerContext*, const grpc::health::v1::HealthCheckRequest* request) {
   // A leader status with no deadline would outlive the promise (see the
   // header).
+  const std::optional<size_t> index = IndexOf(request->service());
   const absl::Status refusal =
-      request->service() == kHealthServiceLeader
+      index && *index >= kWatchable
           ? absl::FailedPreconditionError(
                 "health service \"leader\" cannot be watched: a Watch message carries no "
                 "deadline, so a paused sidecar would stay SERVING; use Check (a grpc: "
