@@ -48,21 +48,20 @@ std::chrono::steady_clock::duration ToChrono(absl::Duration d) {
 
 }  // namespace
 
-// One connection. All its work runs on its own strand (the socket's executor);
-// the server thread that admits or drains it only posts to that strand.
+// One connection's request loop: waits for a request, reads it, answers it
+// and waits for the next (keep-alive, pipelining), each step within its
+// deadline. All its work runs on its own strand (the socket's executor); the
+// server thread that admits or drains it only posts to that strand.
 //
-// After GET /leader/watch the connection is an event stream for the rest of
-// its life: a Stream of the server's SseLeadershipStreams, which calls Send
-// and End from any thread; both only post to the strand. While registered
-// there the session keeps itself alive (stream_self_).
-class HttpServer::Session final : public std::enable_shared_from_this<Session>,
-                                  public SseLeadershipStreams::Stream {
+// GET /leader/watch hands the connection to a WatchStream for the rest of its
+// life; the session then reads no more requests, and answers only the 503 of
+// a refused stream.
+class HttpServer::Session final : public std::enable_shared_from_this<Session> {
  public:
   Session(HttpServer* server, Socket socket)
       : server_(server),
         options_(server->options_),
         stream_(std::move(socket)),
-        timer_(stream_.get_executor()),
         buffer_(options_.max_header_bytes + options_.max_body_bytes),
         waiting_since_(NowNanos()) {
     server_->context_->metrics->AddHttpConnections(1);
@@ -71,14 +70,6 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
   ~Session() {
     server_->context_->metrics->AddHttpConnections(-1);
     server_->Forget(this);
-  }
-
-  // Shutdown, once no thread runs the event loop any more: lets go of an
-  // event stream that did not end by the deadline.
-  void Abandon() {
-    if (stream_self_ == nullptr) return;
-    Done();
-    stream_self_.reset();
   }
 
   void Start() {
@@ -101,6 +92,10 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
     });
   }
 
+  // Shutdown, once no thread runs the event loop any more: lets go of an
+  // event stream that did not end by the deadline.
+  void Abandon();
+
   // When this connection began waiting for its current request: when it was
   // accepted, or when its previous answer was written (wait clock, ns).
   // Not reset by bytes arriving, so a client trickling a request ages like
@@ -108,6 +103,8 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
   int64_t WaitingSinceNanos() const { return waiting_since_.load(std::memory_order_relaxed); }
 
  private:
+  friend class WatchStream;
+
   // The server's wait clock, as nanoseconds since its origin.
   int64_t NowNanos() const {
     return absl::ToInt64Nanoseconds(server_->context_->wait_clock->Monotonic().SinceOrigin());
@@ -157,6 +154,18 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
     Write();
   }
 
+  // Hands the connection to a WatchStream, unless it was evicted meanwhile.
+  void OpenStream(HttpRouter::Reply reply);
+
+  // The 503 of a stream refused before its head went out: an ordinary error
+  // answer, after which the connection counts as a request connection again.
+  void RefuseStream(absl::string_view reason, unsigned version) {
+    server_->SetStreaming(this, false);
+    server_->context_->metrics->ObserveHttpRequest(kWatchRoute, 503);
+    response_ = HttpRouter::Error(http::status::service_unavailable, reason, version);
+    Write();
+  }
+
   void Write() {
     stream_.expires_after(ToChrono(options_.write_timeout));
     http::async_write(stream_, response_,
@@ -189,44 +198,79 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
 
   void CloseNow() {
     idle_ = false;
-    timer_.cancel();
     stream_.close();
   }
 
-  // --- The event stream (GET /leader/watch), all on the strand unless said.
+  static constexpr char kWatchRoute[] = "/leader/watch";
 
-  void OpenStream(HttpRouter::Reply reply) {
-    if (!server_->SetStreaming(this, true)) return CloseNow();  // evicted meanwhile
-    stream_head_ = HeadBytes(reply.response);
-    chunked_ = reply.response.chunked();
-    version_ = reply.response.version();
-    heartbeat_ = ToChrono(server_->WatchHeartbeat(reply.stream->heartbeat));
-    stream_self_ = shared_from_this();
-    // ?heartbeat= asks for the state itself at that interval, a fresh promise
-    // while leading, as WatchLeadership's heartbeat_interval does; without it
-    // only the comment fills the silence.
-    const absl::Duration state_heartbeat = reply.stream->heartbeat
-                                               ? server_->WatchHeartbeat(reply.stream->heartbeat)
-                                               : absl::ZeroDuration();
-    // Sends the first event or refuses the stream, both through the strand.
-    server_->watches_->Open(this, std::move(reply.stream->reader), state_heartbeat);
+  HttpServer* const server_;
+  const HttpServerOptions& options_;
+  beast::basic_stream<tcp, Strand> stream_;
+  beast::flat_buffer buffer_;
+  std::optional<HttpRequestParser> parser_;
+  HttpRouter::Response response_;
+  bool draining_ = false;
+  // Waiting for the first byte of a request (strand only).
+  bool idle_ = false;
+  std::atomic<int64_t> waiting_since_;
+  // The stream the connection became, if it did (strand only, and Abandon).
+  std::weak_ptr<WatchStream> watch_;
+};
+
+// The event stream of GET /leader/watch on a Session's connection: a Stream
+// of the server's SseLeadershipStreams, which calls Send and End from any
+// thread; both only post to the connection's strand, where all the rest
+// runs. It writes the head with the first event, then events, heartbeat
+// comments after silences, and on an orderly end the last chunk; it reads
+// only to see the client go away. While registered with the streams it keeps
+// itself, and so its Session, alive (self_).
+class HttpServer::WatchStream final : public std::enable_shared_from_this<WatchStream>,
+                                      public SseLeadershipStreams::Stream {
+ public:
+  WatchStream(std::shared_ptr<Session> session, const HttpRouter::Response& head,
+              absl::Duration heartbeat)
+      : session_(std::move(session)),
+        server_(session_->server_),
+        head_(HeadBytes(head)),
+        chunked_(head.chunked()),
+        version_(head.version()),
+        heartbeat_(ToChrono(heartbeat)),
+        timer_(session_->stream_.get_executor()) {}
+
+  // Registers with the server's streams, which send the first event or
+  // refuse the stream, both through the strand. `state_heartbeat`: see
+  // SseLeadershipStreams::Open.
+  void Open(Reader reader, absl::Duration state_heartbeat) {
+    self_ = shared_from_this();
+    server_->watches_->Open(this, std::move(reader), state_heartbeat);
+  }
+
+  // See Session::Abandon.
+  void Abandon() {
+    if (self_ == nullptr) return;
+    Done();
+    self_.reset();
   }
 
   // Any thread.
   void Send(const std::string& event) override {
-    net::post(stream_.get_executor(), [self = shared_from_this(), &event] {
+    net::post(executor(), [self = shared_from_this(), &event] {
       self->pending_event_ = &event;
-      self->WriteStream();
+      self->WriteNext();
     });
   }
 
   // Any thread.
   void End(const absl::Status& status) override {
-    net::post(stream_.get_executor(), [self = shared_from_this(), status] {
-      self->stream_end_ = status;
-      self->WriteStream();
+    net::post(executor(), [self = shared_from_this(), status] {
+      self->end_ = status;
+      self->WriteNext();
     });
   }
+
+ private:
+  Strand executor() const { return session_->stream_.get_executor(); }
+  beast::basic_stream<tcp, Strand>& socket() { return session_->stream_; }
 
   // The head as it goes on the wire, status line to blank line.
   static std::string HeadBytes(const HttpRouter::Response& head) {
@@ -237,71 +281,65 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
 
   // `data` framed as the next piece of the body.
   void AppendBody(std::string_view data) {
-    if (chunked_) absl::StrAppend(&stream_out_, absl::Hex(data.size()), "\r\n");
-    stream_out_.append(data);
-    if (chunked_) stream_out_ += "\r\n";
+    if (chunked_) absl::StrAppend(&out_, absl::Hex(data.size()), "\r\n");
+    out_.append(data);
+    if (chunked_) out_ += "\r\n";
   }
 
   // Starts whatever the stream has to write next, unless a write is on the
   // socket: the pending event, else the end.
-  void WriteStream() {
-    if (stream_writing_) return;
+  void WriteNext() {
+    if (writing_) return;
     if (pending_event_ != nullptr) {
-      stream_out_.clear();
+      out_.clear();
       if (!head_sent_) {
         head_sent_ = true;
-        stream_out_ = stream_head_;
-        server_->context_->metrics->ObserveHttpRequest(kWatchRoute, 200);
+        out_ = head_;
+        server_->context_->metrics->ObserveHttpRequest(Session::kWatchRoute, 200);
         // Only now: until the head is out, the socket may still carry the
-        // 503 of a refusal, read by Linger.
-        ReadWhileStreaming();
+        // 503 of a refusal, read by the session's Linger.
+        ReadUntilClientLeaves();
       }
       AppendBody(*pending_event_);
       pending_event_ = nullptr;
-      return StartStreamWrite(/*carries_event=*/true);
+      return StartWrite(/*carries_event=*/true);
     }
-    if (stream_end_) EndStream();
+    if (end_) Finish();
   }
 
-  void EndStream() {
-    const absl::Status status = *std::exchange(stream_end_, std::nullopt);
-    // From here the streams no longer reach this session.
+  void Finish() {
+    const absl::Status status = *std::exchange(end_, std::nullopt);
+    // From here the streams no longer reach this stream.
     Done();
-    std::shared_ptr<Session> self = std::exchange(stream_self_, nullptr);
-    if (!head_sent_) {
-      // Refused (at the limit, or shutting down): an ordinary error answer.
-      server_->SetStreaming(this, false);
-      server_->context_->metrics->ObserveHttpRequest(kWatchRoute, 503);
-      response_ = HttpRouter::Error(http::status::service_unavailable, status.message(), version_);
-      return Write();
-    }
-    if (!status.ok() || stream_broken_) return CloseNow();
+    std::shared_ptr<WatchStream> self = std::exchange(self_, nullptr);
+    if (!head_sent_) return session_->RefuseStream(status.message(), version_);
+    if (!status.ok() || broken_) return CloseNow();
     // Shutdown: the last chunk, then close as after any final answer.
-    stream_ending_ = true;
-    stream_out_ = chunked_ ? "0\r\n\r\n" : "";
-    StartStreamWrite(/*carries_event=*/false);
+    ending_ = true;
+    out_ = chunked_ ? "0\r\n\r\n" : "";
+    StartWrite(/*carries_event=*/false);
   }
 
-  void StartStreamWrite(bool carries_event) {
-    stream_writing_ = true;
+  void StartWrite(bool carries_event) {
+    writing_ = true;
     write_carries_event_ = carries_event;
-    stream_.expires_after(ToChrono(options_.write_timeout));
-    net::async_write(stream_, net::buffer(stream_out_),
-                     beast::bind_front_handler(&Session::OnStreamWrite, shared_from_this()));
+    socket().expires_after(ToChrono(session_->options_.write_timeout));
+    net::async_write(socket(), net::buffer(out_),
+                     beast::bind_front_handler(&WatchStream::OnWrite, shared_from_this()));
   }
 
-  void OnStreamWrite(error_code ec, size_t) {
-    stream_writing_ = false;
+  void OnWrite(error_code ec, size_t) {
+    writing_ = false;
     if (ec) {
-      stream_broken_ = true;
+      broken_ = true;
       CloseNow();
     }
-    if (stream_ending_) {
+    if (ending_) {
       if (ec) return;
       // Half-close and wait (bounded) for the client to close its side:
-      // ReadWhileStreaming closes on its EOF, the timer otherwise.
-      stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-      timer_.expires_after(ToChrono(options_.close_linger));
+      // ReadUntilClientLeaves closes on its EOF, the timer otherwise.
+      socket().socket().shutdown(tcp::socket::shutdown_send, ec);
+      timer_.expires_after(ToChrono(session_->options_.close_linger));
       timer_.async_wait([self = shared_from_this()](error_code wait_ec) {
         if (!wait_ec) self->CloseNow();
       });
@@ -313,62 +351,75 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session>,
     } else if (ec) {
       Cancelled();
     }
-    WriteStream();
+    WriteNext();
   }
 
   void ArmHeartbeat() {
     timer_.expires_after(heartbeat_);
     timer_.async_wait([self = shared_from_this()](error_code ec) {
-      if (ec || self->stream_writing_ || self->stream_broken_) return;
-      self->stream_out_.clear();
+      if (ec || self->writing_ || self->broken_) return;
+      self->out_.clear();
       self->AppendBody(kSseHeartbeat);
-      self->StartStreamWrite(/*carries_event=*/false);
+      self->StartWrite(/*carries_event=*/false);
     });
   }
 
-  // Reads, and drops, whatever the client sends on a stream, to see it go
-  // away (EOF or reset) without waiting for a write to fail.
-  void ReadWhileStreaming() {
-    stream_.socket().async_read_some(net::buffer(discard_),
-                                     [self = shared_from_this()](error_code ec, size_t) {
-                                       if (!ec) return self->ReadWhileStreaming();
-                                       if (self->stream_ending_) return self->CloseNow();
-                                       self->stream_broken_ = true;
-                                       self->Cancelled();
-                                     });
+  // Reads, and drops, whatever the client sends, to see it go away (EOF or
+  // reset) without waiting for a write to fail.
+  void ReadUntilClientLeaves() {
+    socket().socket().async_read_some(net::buffer(discard_),
+                                      [self = shared_from_this()](error_code ec, size_t) {
+                                        if (!ec) return self->ReadUntilClientLeaves();
+                                        if (self->ending_) return self->CloseNow();
+                                        self->broken_ = true;
+                                        self->Cancelled();
+                                      });
   }
 
-  static constexpr char kWatchRoute[] = "/leader/watch";
+  void CloseNow() {
+    timer_.cancel();
+    session_->CloseNow();
+  }
 
+  const std::shared_ptr<Session> session_;
   HttpServer* const server_;
-  const HttpServerOptions& options_;
-  beast::basic_stream<tcp, Strand> stream_;
-  // The heartbeat, then the final linger of an event stream.
+  const std::string head_;
+  const bool chunked_;
+  const unsigned version_;
+  const std::chrono::steady_clock::duration heartbeat_;
+  // The heartbeat, then the final linger.
   net::steady_timer timer_;
-  beast::flat_buffer buffer_;
-  std::optional<HttpRequestParser> parser_;
-  HttpRouter::Response response_;
-  bool draining_ = false;
-  // Waiting for the first byte of a request (strand only).
-  bool idle_ = false;
-  std::atomic<int64_t> waiting_since_;
 
-  // The event stream, strand only.
-  std::shared_ptr<Session> stream_self_;  // while registered
-  std::string stream_head_;
-  bool chunked_ = false;
-  unsigned version_ = 11;
-  std::chrono::steady_clock::duration heartbeat_{};
+  // All strand only.
+  std::shared_ptr<WatchStream> self_;  // while registered
   bool head_sent_ = false;
-  bool stream_writing_ = false;
+  bool writing_ = false;
   bool write_carries_event_ = false;            // the write on the socket is an event
-  bool stream_broken_ = false;                  // a write failed or the client left
-  bool stream_ending_ = false;                  // the last chunk is being written
-  std::string stream_out_;                      // the bytes of the write on the socket
+  bool broken_ = false;                         // a write failed or the client left
+  bool ending_ = false;                         // the last chunk is being written
+  std::string out_;                             // the bytes of the write on the socket
   const std::string* pending_event_ = nullptr;  // Send()'s, alive until WriteDone
-  std::optional<absl::Status> stream_end_;      // End()'s, once
+  std::optional<absl::Status> end_;             // End()'s, once
   std::array<char, 512> discard_{};
 };
+
+void HttpServer::Session::Abandon() {
+  if (std::shared_ptr<WatchStream> watch = watch_.lock()) watch->Abandon();
+}
+
+void HttpServer::Session::OpenStream(HttpRouter::Reply reply) {
+  if (!server_->SetStreaming(this, true)) return CloseNow();  // evicted meanwhile
+  auto watch = std::make_shared<WatchStream>(shared_from_this(), reply.response,
+                                             server_->WatchHeartbeat(reply.stream->heartbeat));
+  watch_ = watch;
+  // ?heartbeat= asks for the state itself at that interval, a fresh promise
+  // while leading, as WatchLeadership's heartbeat_interval does; without it
+  // only the comment fills the silence.
+  const absl::Duration state_heartbeat = reply.stream->heartbeat
+                                             ? server_->WatchHeartbeat(reply.stream->heartbeat)
+                                             : absl::ZeroDuration();
+  watch->Open(std::move(reply.stream->reader), state_heartbeat);
+}
 
 HttpServer::HttpServer(HttpServerOptions options, const ApiContext* context)
     : options_(std::move(options)),

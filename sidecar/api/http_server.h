@@ -141,7 +141,8 @@ class HttpServer {
   void Shutdown(MonoTime deadline);
 
  private:
-  class Session;
+  class Session;      // one connection's request loop
+  class WatchStream;  // the event stream a connection becomes on GET /leader/watch
   // Each connection's socket runs on its own strand; the concrete executor
   // type (not any_io_executor) keeps type erasure off the per-request path.
   using Strand = boost::asio::strand<boost::asio::io_context::executor_type>;
