@@ -63,7 +63,7 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session> {
         options_(server->options_),
         stream_(std::move(socket)),
         buffer_(options_.max_header_bytes + options_.max_body_bytes),
-        waiting_since_(NowNanos()) {
+        waiting_since_(server->NextWaitTicket()) {
     server_->context_->metrics->AddHttpConnections(1);
   }
 
@@ -96,19 +96,14 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session> {
   // event stream that did not end by the deadline.
   void Abandon();
 
-  // When this connection began waiting for its current request: when it was
-  // accepted, or when its previous answer was written (wait clock, ns).
-  // Not reset by bytes arriving, so a client trickling a request ages like
-  // an idle one. Any thread.
-  int64_t WaitingSinceNanos() const { return waiting_since_.load(std::memory_order_relaxed); }
+  // When this connection began waiting for its current request, as the
+  // server's wait ticket (lower: earlier): when it was accepted, or when its
+  // previous answer was written. Not renewed by bytes arriving, so a client
+  // trickling a request ages like an idle one. Any thread.
+  uint64_t WaitingSince() const { return waiting_since_.load(std::memory_order_relaxed); }
 
  private:
   friend class WatchStream;
-
-  // The server's wait clock, as nanoseconds since its origin.
-  int64_t NowNanos() const {
-    return absl::ToInt64Nanoseconds(server_->context_->wait_clock->Monotonic().SinceOrigin());
-  }
 
   void AwaitRequest() {
     if (draining_) return CloseNow();
@@ -175,7 +170,7 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session> {
   void OnWrite(error_code ec, size_t) {
     if (ec) return CloseNow();
     if (response_.keep_alive()) {
-      waiting_since_.store(NowNanos(), std::memory_order_relaxed);
+      waiting_since_.store(server_->NextWaitTicket(), std::memory_order_relaxed);
       return AwaitRequest();
     }
     // Half-close, then read and drop whatever the client still sends, so a
@@ -212,7 +207,7 @@ class HttpServer::Session final : public std::enable_shared_from_this<Session> {
   bool draining_ = false;
   // Waiting for the first byte of a request (strand only).
   bool idle_ = false;
-  std::atomic<int64_t> waiting_since_;
+  std::atomic<uint64_t> waiting_since_;
   // The stream the connection became, if it did (strand only, and Abandon).
   std::weak_ptr<WatchStream> watch_;
 };
@@ -538,7 +533,7 @@ void HttpServer::Admit(Socket socket) {
       // twice. A session already being destroyed has freed its slot. Event
       // streams are never picked: they are not waiting for anything.
       const Session* victim_key = nullptr;
-      int64_t oldest = 0;
+      uint64_t oldest = 0;
       for (const auto& [key, connection] : sessions_) {
         if (connection.streaming) continue;
         std::shared_ptr<Session> candidate = connection.session.lock();
@@ -547,7 +542,7 @@ void HttpServer::Admit(Socket socket) {
           victim.reset();
           break;
         }
-        const int64_t since = candidate->WaitingSinceNanos();
+        const uint64_t since = candidate->WaitingSince();
         if (victim_key == nullptr || since < oldest) {
           victim_key = key;
           oldest = since;

@@ -45,7 +45,9 @@
 #ifndef BATON_SIDECAR_API_HTTP_SERVER_H_
 #define BATON_SIDECAR_API_HTTP_SERVER_H_
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -156,6 +158,9 @@ class HttpServer {
   // Takes `session` out of (or back into) the connections that count against
   // max_connections and may be evicted. False if it was evicted already.
   bool SetStreaming(const Session* session, bool streaming);
+  // A number above every one handed out before: when a connection began to
+  // wait, in the order the waits began, for picking the longest wait.
+  uint64_t NextWaitTicket() { return wait_tickets_.fetch_add(1, std::memory_order_relaxed); }
   // The heartbeat interval of a stream that asked for `asked`.
   absl::Duration WatchHeartbeat(std::optional<absl::Duration> asked) const;
 
@@ -177,6 +182,7 @@ class HttpServer {
   absl::flat_hash_map<const Session*, Connection> sessions_ ABSL_GUARDED_BY(mu_);
   // Entries of sessions_ that are streaming.
   size_t streaming_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> wait_tickets_{0};
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
   int port_ ABSL_GUARDED_BY(mu_) = 0;

@@ -383,12 +383,11 @@ TEST_F(HttpServerTest, AtTheLimitTheConnectionWaitingLongestIsEvictedEvenMidRequ
   options.max_connections = 2;
   options.request_timeout = absl::Seconds(5);
   StartServer(options);
+  // Accepted in the order they connect, so stuck1 has waited longest.
   RawHttpConnection stuck1(server_->port());
   ASSERT_TRUE(stuck1.Send("GET /leader HTTP/1.1\r\n"));
-  absl::SleepFor(absl::Milliseconds(50));
   RawHttpConnection stuck2(server_->port());
   ASSERT_TRUE(stuck2.Send("G"));
-  absl::SleepFor(absl::Milliseconds(50));
   // Both slots hold requests that never finish; a new client evicts the
   // older one and is served, long before the request timeout.
   ExpectServing();

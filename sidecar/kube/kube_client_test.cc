@@ -14,6 +14,7 @@
 #include "boost/json/serialize.hpp"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "sidecar/common/fake_clock.h"
 #include "sidecar/kube/testing/test_files.h"
 #include "sidecar/kube/testing/test_pki.h"
 #include "sidecar/kube/testing/tls_test_server.h"
@@ -59,8 +60,9 @@ class KubeClientTest : public ::testing::Test {
     return c;
   }
 
-  std::unique_ptr<KubeClient> Client(RestConfig config) {
+  std::unique_ptr<KubeClient> Client(RestConfig config, const Clock* clock = SystemClock()) {
     KubeClientOptions options;
+    options.clock = clock;
     options.observer = [this](std::string_view verb, int code, absl::Duration) {
       absl::MutexLock lock(&mu_);
       observed_.push_back({std::string(verb), code});
@@ -163,7 +165,8 @@ TEST_F(KubeClientTest, ExecPluginClientCertificateIsReplacedWhenItExpires) {
                             {"status", std::move(status)}});
   };
   // Whole seconds: RFC 3339 as plugins print it.
-  const absl::Time alice_expires = absl::FromUnixSeconds(absl::ToUnixSeconds(absl::Now()) + 2);
+  FakeClock clock;
+  const absl::Time alice_expires = absl::FromUnixSeconds(absl::ToUnixSeconds(clock.Wall()) + 2);
   WriteFile(dir + "/cred.1", credential("alice", absl::FormatTime(absl::RFC3339_sec, alice_expires,
                                                                   absl::UTCTimeZone())));
   WriteFile(dir + "/cred.2", credential("bob", ""));
@@ -177,11 +180,11 @@ TEST_F(KubeClientTest, ExecPluginClientCertificateIsReplacedWhenItExpires) {
   config.exec->api_version = "client.authentication.k8s.io/v1";
   config.exec->command = dir + "/plugin";
   config.exec->interactive = ExecPlugin::Interactive::kNever;
-  auto client = Client(config);
+  auto client = Client(config, &clock);
   ASSERT_NE(client, nullptr);
 
   ASSERT_TRUE(client->Call(ApiVerb::kGet, "/x").ok());
-  absl::SleepFor(alice_expires - absl::Now() + absl::Milliseconds(100));
+  clock.Advance(absl::Seconds(3));
   absl::StatusOr<boost::json::value> after = client->Call(ApiVerb::kGet, "/x");
   ASSERT_TRUE(after.ok()) << after.status();
   absl::MutexLock lock(&cns_mu);
