@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -92,6 +93,38 @@ type groupConfig struct {
 	// Previous: every other process of a slot runs the previous release
 	// (harness.previous), so the group goes through every mix of versions.
 	Previous bool
+	// Shards: its rows run in this many groups side by side (each with its
+	// Lease and members, named Name-1, Name-2, ...), so that the longest
+	// plan takes no longer than the others; the table is the same.
+	Shards int
+}
+
+// shard deals plan's rows to cfg.Shards groups, each row whole, the most
+// rounds first to the group with the fewest so far, and returns each
+// group's configuration and rows. A cfg with no shards is one group.
+func shard(cfg groupConfig, plan []*row) ([]groupConfig, [][]*row) {
+	if cfg.Shards <= 1 {
+		return []groupConfig{cfg}, [][]*row{plan}
+	}
+	cfgs := make([]groupConfig, cfg.Shards)
+	plans := make([][]*row, cfg.Shards)
+	rounds := make([]int, cfg.Shards)
+	byRounds := slices.Clone(plan)
+	slices.SortStableFunc(byRounds, func(a, b *row) int { return b.rounds - a.rounds })
+	for _, r := range byRounds {
+		k := slices.Index(rounds, slices.Min(rounds))
+		plans[k] = append(plans[k], r)
+		rounds[k] += r.rounds
+	}
+	for k := range cfgs {
+		cfgs[k] = cfg
+		cfgs[k].Name = fmt.Sprintf("%s-%d", cfg.Name, k+1)
+		// Each group runs its rows in the plan's order.
+		slices.SortStableFunc(plans[k], func(a, b *row) int {
+			return slices.Index(plan, a) - slices.Index(plan, b)
+		})
+	}
+	return cfgs, plans
 }
 
 // timing is the durations c's members run on.
