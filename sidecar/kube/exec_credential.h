@@ -60,7 +60,8 @@ std::string ExecInfo(const ExecPlugin& plugin, const RestConfig& config, bool in
 // FailedPrecondition (cannot start: with the install hint; exits non-zero;
 // Always-interactive without a terminal), DeadlineExceeded past `timeout`
 // (the plugin is killed), ResourceExhausted for more than 1 MiB of output.
-// Blocks for at most `timeout` on `clock`.
+// Blocks for at most `timeout`: the deadline is read on `clock`, the waits
+// run on CLOCK_MONOTONIC (poll), which a wall-clock step does not move.
 absl::StatusOr<std::string> RunExecPlugin(const RestConfig& config, absl::Duration timeout,
                                           const Clock& clock);
 
