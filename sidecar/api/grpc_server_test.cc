@@ -201,6 +201,38 @@ class GrpcServerTest : public ::testing::Test {
     return response.status();
   }
 
+  // What the hooks of StartServerWithHooks answer. Here, not in the test
+  // body: the server's refresher calls the hooks until the server is
+  // destroyed, after the body has returned.
+  struct HookAnswers {
+    absl::Mutex mu;
+    absl::Status live ABSL_GUARDED_BY(mu);
+    absl::Status ready ABSL_GUARDED_BY(mu);
+  };
+  void SetHookAnswers(absl::Status live, absl::Status ready) {
+    absl::MutexLock lock(&hooks_.mu);
+    hooks_.live = std::move(live);
+    hooks_.ready = std::move(ready);
+  }
+  // Starts the server again with a liveness hook and, if `readiness`, a
+  // readiness hook answering hooks_ (installed while no server runs: the
+  // refresher calls them from its own thread).
+  void StartServerWithHooks(bool readiness) {
+    server_.reset();
+    env_.context.hooks.liveness = [this] {
+      absl::MutexLock lock(&hooks_.mu);
+      return hooks_.live;
+    };
+    if (readiness) {
+      env_.context.hooks.readiness = [this] {
+        absl::MutexLock lock(&hooks_.mu);
+        return hooks_.ready;
+      };
+    }
+    StartServer();
+  }
+
+  HookAnswers hooks_;
   ApiTestEnv env_;
   std::unique_ptr<GrpcServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -499,8 +531,8 @@ TEST_F(GrpcServerTest, ShutdownSendsSteppingDownThenEndsStreamsWithOk) {
 }
 
 TEST_F(GrpcServerTest, HealthCheckReportsLeaderLivenessAndReadiness) {
-  absl::Status live = absl::OkStatus();
-  env_.context.hooks.liveness = [&] { return live; };
+  SetHookAnswers(absl::OkStatus(), absl::OkStatus());
+  StartServerWithHooks(/*readiness=*/false);  // ready: the Lease observed
   EXPECT_EQ(Check(""), HealthResponse::SERVING);
   EXPECT_EQ(Check("leader"), HealthResponse::NOT_SERVING);
   EXPECT_EQ(Check("ready"), HealthResponse::NOT_SERVING);  // Lease not observed yet
@@ -509,7 +541,7 @@ TEST_F(GrpcServerTest, HealthCheckReportsLeaderLivenessAndReadiness) {
   EXPECT_EQ(Check("leader"), HealthResponse::SERVING);
   EXPECT_EQ(Check("ready"), HealthResponse::SERVING);
 
-  live = absl::DeadlineExceededError("renew overdue");
+  SetHookAnswers(absl::DeadlineExceededError("renew overdue"), absl::OkStatus());
   EXPECT_EQ(Check(""), HealthResponse::NOT_SERVING);
 }
 
@@ -545,18 +577,11 @@ TEST_F(GrpcServerTest, HealthWatchOfLeaderIsRefusedBecauseItsAnswerWouldHaveNoDe
 }
 
 TEST_F(GrpcServerTest, HealthWatchOfTheHooksFollowsThemWithinTheRefreshInterval) {
-  absl::Mutex mu;
-  absl::Status ready = absl::UnavailableError("API server unreachable");
-  env_.context.hooks.readiness = [&] {
-    absl::MutexLock lock(&mu);
-    return ready;
-  };
+  SetHookAnswers(absl::OkStatus(), absl::UnavailableError("API server unreachable"));
+  StartServerWithHooks(/*readiness=*/true);
   HealthWatchClient watch(health_stub_.get(), "ready");
   EXPECT_EQ(watch.NextStatus(), HealthResponse::NOT_SERVING);
-  {
-    absl::MutexLock lock(&mu);
-    ready = absl::OkStatus();
-  }
+  SetHookAnswers(absl::OkStatus(), absl::OkStatus());
   EXPECT_EQ(watch.NextStatus(), HealthResponse::SERVING);
 }
 
