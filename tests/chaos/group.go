@@ -106,23 +106,24 @@ func shard(cfg groupConfig, plan []*row) ([]groupConfig, [][]*row) {
 	if cfg.Shards <= 1 {
 		return []groupConfig{cfg}, [][]*row{plan}
 	}
-	cfgs := make([]groupConfig, cfg.Shards)
-	plans := make([][]*row, cfg.Shards)
 	rounds := make([]int, cfg.Shards)
+	group := map[*row]int{}
 	byRounds := slices.Clone(plan)
 	slices.SortStableFunc(byRounds, func(a, b *row) int { return b.rounds - a.rounds })
 	for _, r := range byRounds {
 		k := slices.Index(rounds, slices.Min(rounds))
-		plans[k] = append(plans[k], r)
+		group[r] = k
 		rounds[k] += r.rounds
 	}
+	// Each group runs its rows in the plan's order.
+	plans := make([][]*row, cfg.Shards)
+	for _, r := range plan {
+		plans[group[r]] = append(plans[group[r]], r)
+	}
+	cfgs := make([]groupConfig, cfg.Shards)
 	for k := range cfgs {
 		cfgs[k] = cfg
 		cfgs[k].Name = fmt.Sprintf("%s-%d", cfg.Name, k+1)
-		// Each group runs its rows in the plan's order.
-		slices.SortStableFunc(plans[k], func(a, b *row) int {
-			return slices.Index(plan, a) - slices.Index(plan, b)
-		})
 	}
 	return cfgs, plans
 }
