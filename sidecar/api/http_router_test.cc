@@ -147,10 +147,11 @@ TEST_F(HttpRouterTest, NotLeaderAnswersPromiseNothing) {
 
 TEST_F(HttpRouterTest, LeaderJsonCarriesTheRevisionAndTheBoottimeDeadline) {
   Leadership l = Leading(env_.clock, kToken, absl::Seconds(10));
-  l.fencing_revision = 4711;
+  l.fencing_revision = ResourceVersion::Parse("4711");
   env_.publisher.Publish(l);
   const boost::json::object json = Json(Get("/leader"));
   EXPECT_EQ(json.at("fencingRevision"), "4711");
+  EXPECT_EQ(json.at("fencingRevisionDecimal"), "4711");
   // FakeClock's monotonic time starts one hour after its origin.
   EXPECT_EQ(json.at("validUntilBoottime"), "3610s");
   // Evaluated at the end of the 1ms reuse window; the deadline is absolute.

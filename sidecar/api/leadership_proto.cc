@@ -46,7 +46,11 @@ void LeadershipToProto(const LeaderAnswer& answer, MonoTime at, v1::Leadership* 
   out->set_identity(snapshot.identity);
   out->set_holder_identity(snapshot.holder_identity);
   out->set_fencing_token(NarrowToken(snapshot.fencing_token));
-  out->set_fencing_revision(snapshot.fencing_revision);
+  // Both fields: the int64 for readers older than the decimal one, 0 where
+  // the value does not fit it.
+  const std::optional<ResourceVersion>& revision = snapshot.fencing_revision;
+  out->set_fencing_revision(revision ? revision->AsInt64().value_or(0) : 0);
+  out->set_fencing_revision_decimal(revision ? revision->digits() : "0");
   out->set_lease_name(snapshot.lease_name);
   out->set_lease_namespace(snapshot.lease_namespace);
   out->set_lease_uid(snapshot.lease_uid);

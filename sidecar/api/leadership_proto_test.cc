@@ -49,10 +49,29 @@ TEST(LeadershipProtoTest, LeaderHasEveryField) {
 TEST(LeadershipProtoTest, FencingRevisionComesFromTheSnapshot) {
   FakeClock clock;
   Leadership l = Leading(clock, 7);
-  l.fencing_revision = 4711;
+  l.fencing_revision = ResourceVersion::Parse("4711");
   v1::Leadership m;
   ToProto(l, clock.Monotonic(), &m);
   EXPECT_EQ(m.fencing_revision(), 4711);
+  EXPECT_EQ(m.fencing_revision_decimal(), "4711");
+}
+
+TEST(LeadershipProtoTest, ARevisionBeyondInt64IsWholeOnlyInTheDecimalField) {
+  FakeClock clock;
+  Leadership l = Leading(clock, 7);
+  l.fencing_revision = ResourceVersion::Parse("340282366920938463463374607431768211455");
+  v1::Leadership m;
+  ToProto(l, clock.Monotonic(), &m);
+  EXPECT_EQ(m.fencing_revision(), 0);
+  EXPECT_EQ(m.fencing_revision_decimal(), "340282366920938463463374607431768211455");
+}
+
+TEST(LeadershipProtoTest, AnUnknownRevisionIsZeroInBothFields) {
+  FakeClock clock;
+  v1::Leadership m;
+  ToProto(Leading(clock, 7), clock.Monotonic(), &m);
+  EXPECT_EQ(m.fencing_revision(), 0);
+  EXPECT_EQ(m.fencing_revision_decimal(), "0");
 }
 
 TEST(LeadershipProtoTest, ValidUntilBoottimeIsTheAbsoluteDeadlineWhileLeader) {

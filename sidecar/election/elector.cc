@@ -27,13 +27,6 @@ bool Answered(const absl::Status& status) {
          absl::IsAborted(status);
 }
 
-// A resourceVersion as the fencing revision answers carry: an int64, if it
-// has an order and fits one.
-std::optional<int64_t> RevisionNumber(std::string_view resource_version) {
-  const std::optional<ResourceVersion> rv = ResourceVersion::Parse(resource_version);
-  return rv ? rv->AsInt64() : std::nullopt;
-}
-
 }  // namespace
 
 Elector::Elector(Options options, Clock* clock, LeaseStore* store)
@@ -216,14 +209,14 @@ Leadership Elector::Snapshot() const {
   if (l.holding) {
     l.leader_until = leader_until_;
     l.fencing_token = term_->lease_transitions;
-    l.fencing_revision = term_->revision.value_or(0);
+    l.fencing_revision = term_->revision;
   }
   if (record_) {
     l.lease_uid = record_->uid;
     l.holder_identity = record_->holder_identity;
     if (!l.holding) {
       l.fencing_token = record_->lease_transitions;
-      l.fencing_revision = RevisionNumber(record_->resource_version).value_or(0);
+      l.fencing_revision = ResourceVersion::Parse(record_->resource_version);
     }
     l.acquire_time = record_->acquire_time;
     l.renew_time = record_->renew_time;
@@ -372,7 +365,7 @@ void Elector::Note(const std::optional<LeaseRecord>& record, MonoTime now) {
   record_ = record;
 
   const bool ours = record && IsOurs(*record);
-  if (ours && !term_->revision) term_->revision = RevisionNumber(record->resource_version);
+  if (ours && !term_->revision) term_->revision = ResourceVersion::Parse(record->resource_version);
   if (record && resign_hold_off_ &&
       ((!record->holder_identity.empty() && !ours) ||
        record->lease_transitions > resign_hold_off_->resigned_transitions)) {

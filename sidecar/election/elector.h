@@ -238,9 +238,9 @@ class Elector {
     absl::Time acquire_time;
     int32_t lease_transitions = 0;
     // resourceVersion of the first record that showed this term as stored:
-    // the winning write's. Unset until then, or if it is not an integer
-    // that fits an int64.
-    std::optional<int64_t> revision;
+    // the winning write's. Unset until then, or if it has no KEP-5504
+    // order.
+    std::optional<ResourceVersion> revision;
     // The state it was acquired over may hide a term this elector never saw:
     // the term leads only UnseenPromiseBound after the acquisition returned.
     bool over_unseen = false;

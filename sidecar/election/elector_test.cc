@@ -941,27 +941,26 @@ TEST_F(ElectorTest, TokenIsNeverWrappedAtInt32Max) {
 TEST_F(ElectorTest, FencingRevisionIsTheResourceVersionOfTheWinningWrite) {
   TakeOverReleased(/*transitions=*/2);
   const LeaseRecord won = *store_.Current();
-  EXPECT_EQ(elector_->Snapshot().fencing_revision,
-            *ResourceVersion::Parse(won.resource_version)->AsInt64());
+  EXPECT_EQ(elector_->Snapshot().fencing_revision, ResourceVersion::Parse(won.resource_version));
 
   // Renews write newer versions; the term's revision stays the winning one.
   clock_.Advance(kRetryPeriod);
   elector_->Step();
   EXPECT_NE(store_.Current()->resource_version, won.resource_version);
-  EXPECT_EQ(elector_->Snapshot().fencing_revision,
-            *ResourceVersion::Parse(won.resource_version)->AsInt64());
+  EXPECT_EQ(elector_->Snapshot().fencing_revision, ResourceVersion::Parse(won.resource_version));
 }
 
 TEST_F(ElectorTest, FencingRevisionKeepsGrowingWhenLeaseTransitionsRestart) {
   TakeOverReleased(/*transitions=*/5);
-  const int64_t first = elector_->Snapshot().fencing_revision;
+  const std::optional<ResourceVersion> first = elector_->Snapshot().fencing_revision;
+  ASSERT_TRUE(first.has_value());
 
   // Deleted, and every sidecar restarted: a new elector with no history.
   store_.Delete();
   Reset(DefaultOptions("me-again"));
   Acquire();
   EXPECT_EQ(elector_->Snapshot().fencing_token, 0) << "leaseTransitions restarted";
-  EXPECT_GT(elector_->Snapshot().fencing_revision, first);
+  EXPECT_GT(elector_->Snapshot().fencing_revision, *first);
 }
 
 // --- Vanished Leases and third-party edits (P4, P6) ------------------------

@@ -35,6 +35,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sidecar/common/clock.h"
+#include "sidecar/election/lease_record.h"
 
 namespace baton {
 
@@ -64,10 +65,10 @@ struct Leadership {
   std::optional<absl::Time> acquire_time;
   std::optional<absl::Time> renew_time;
   int32_t lease_duration_seconds = 0;
-  // The second fencing token: the resourceVersion (as an integer) of the write
-  // that won this term while holding; otherwise that of the last observed
-  // Lease. Zero when unknown or not a decimal integer.
-  int64_t fencing_revision = 0;
+  // The second fencing token: the resourceVersion of the write that won this
+  // term while holding; otherwise that of the last observed Lease. Unset
+  // when unknown or without KEP-5504's order (not a decimal integer).
+  std::optional<ResourceVersion> fencing_revision;
   // Shutdown (or Resign) has begun: never report leader again in this term.
   bool stepping_down = false;
 

@@ -57,13 +57,15 @@ struct LeaseEvent {
 // resourceVersions of one resource type are decimal integers without leading
 // zeros, of up to 128 bits, ordered by length and then digit by digit (older
 // etcd-backed servers give the same in practice). Anything else (empty, not
-// decimal, a leading zero, more than 39 digits) has no order: Parse returns
+// decimal, a leading zero, above 2^128 - 1) has no order: Parse returns
 // nullopt, and such an observation is not ordered against others.
 class ResourceVersion {
  public:
   static std::optional<ResourceVersion> Parse(std::string_view resource_version);
 
-  // The value, where it fits an int64 (the fencing revision answers carry).
+  // The value in decimal digits, as the API server wrote it.
+  const std::string& digits() const { return digits_; }
+  // The value, where it fits an int64 (the fencing revision's int64 field).
   std::optional<int64_t> AsInt64() const;
 
   friend bool operator==(const ResourceVersion&, const ResourceVersion&) = default;

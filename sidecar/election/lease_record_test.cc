@@ -17,13 +17,20 @@ TEST(ResourceVersionTest, OrdersByLengthThenDigits) {
   EXPECT_LT(rv("18446744073709551617"), rv(max128));
 }
 
-TEST(ResourceVersionTest, OnlyDecimalsWithoutLeadingZerosOfAtMost39DigitsHaveAnOrder) {
+TEST(ResourceVersionTest, OnlyDecimalsWithoutLeadingZerosOfAtMost128BitsHaveAnOrder) {
   EXPECT_TRUE(ResourceVersion::Parse("0").has_value());
-  EXPECT_TRUE(ResourceVersion::Parse(std::string(39, '9')).has_value());
+  EXPECT_TRUE(ResourceVersion::Parse("340282366920938463463374607431768211455").has_value());
   for (std::string_view bad : {"", "01", "12a", "-1", "+1", " 1", "1.0"}) {
     EXPECT_FALSE(ResourceVersion::Parse(bad).has_value()) << bad;
   }
-  EXPECT_FALSE(ResourceVersion::Parse(std::string(40, '9')).has_value());
+  // 2^128, and the largest 39 digits.
+  EXPECT_FALSE(ResourceVersion::Parse("340282366920938463463374607431768211456").has_value());
+  EXPECT_FALSE(ResourceVersion::Parse(std::string(39, '9')).has_value());
+  EXPECT_FALSE(ResourceVersion::Parse(std::string(40, '1')).has_value());
+}
+
+TEST(ResourceVersionTest, DigitsAreTheResourceVersionAsWritten) {
+  EXPECT_EQ(ResourceVersion::Parse("18446744073709551616")->digits(), "18446744073709551616");
 }
 
 TEST(ResourceVersionTest, AsInt64OnlyWhereItFits) {

@@ -63,7 +63,8 @@ bool Runner::StartChild(const Leadership& answer, MonoTime now) {
   spec.argv = options_.argv;
   spec.extra_env = {
       absl::StrCat("BATON_FENCING_TOKEN=", answer.fencing_token),
-      absl::StrCat("BATON_FENCING_REVISION=", answer.fencing_revision),
+      absl::StrCat("BATON_FENCING_REVISION=",
+                   answer.fencing_revision ? answer.fencing_revision->digits() : "0"),
       absl::StrCat("BATON_LEASE=", answer.lease_namespace, "/", answer.lease_name),
       absl::StrCat("BATON_IDENTITY=", answer.identity),
       absl::StrCat("BATON_VALID_UNTIL=", Rfc3339(valid_until_wall)),

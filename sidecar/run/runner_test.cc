@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sidecar/common/fake_clock.h"
@@ -71,7 +72,7 @@ class RunnerTest : public ::testing::Test {
     l.holding = true;
     l.holder_identity = "me";
     l.fencing_token = token;
-    l.fencing_revision = 100 + token;
+    l.fencing_revision = ResourceVersion::Parse(absl::StrCat(100 + token));
     l.leader_until = clock_.Monotonic() + kRenewDeadline;
     publisher_.Publish(l);
   }

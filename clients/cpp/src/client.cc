@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "baton/client/fence.h"
 #include "baton/v1/leader_election.grpc.pb.h"
 #include "baton/v1/leader_election.pb.h"
 #include "google/protobuf/struct.pb.h"
@@ -79,6 +80,29 @@ absl::Duration DurationFromProto(const google::protobuf::Duration& d) {
 
 absl::Time TimeFromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+// The error for an answer that is no baton Leadership.
+absl::Status Malformed(absl::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat("not a baton Leadership: ", why));
+}
+
+// The fencing revision of an answer: fencing_revision_decimal unless it is
+// empty, else the int64 fencing_revision (all that a sidecar of baton 0.2.0
+// or earlier sends).
+absl::StatusOr<absl::uint128> FencingRevision(const v1::Leadership& m) {
+  if (m.fencing_revision_decimal().empty()) {
+    if (m.fencing_revision() < 0) {
+      return Malformed(absl::StrCat("fencing_revision ", m.fencing_revision(), " is negative"));
+    }
+    return absl::uint128(static_cast<uint64_t>(m.fencing_revision()));
+  }
+  absl::StatusOr<absl::uint128> revision = ParseRevision(m.fencing_revision_decimal());
+  if (!revision.ok()) {
+    return Malformed(absl::StrCat("fencing_revision_decimal \"", m.fencing_revision_decimal(),
+                                  "\" is not a revision of up to 128 bits"));
+  }
+  return revision;
 }
 
 // What a watch compares to decide whether a state is news: everything but
@@ -194,9 +218,10 @@ absl::StatusOr<Leadership> AskLeadership(const internal::Connection& connection,
   const Clock::time_point sent = Clock::now();
   const grpc::Status status = connection.stub->GetLeadership(&context, request, &response);
   if (!status.ok()) return internal::Translate(connection.addr, status);
-  Leadership l = internal::FromProto(response, sent);
-  if (absl::Status lease = CheckLease(connection, l); !lease.ok()) return lease;
-  connection.Note(l);
+  absl::StatusOr<Leadership> l = internal::FromProto(response, sent);
+  if (!l.ok()) return l;
+  if (absl::Status lease = CheckLease(connection, *l); !lease.ok()) return lease;
+  connection.Note(*l);
   return l;
 }
 
@@ -204,13 +229,15 @@ absl::StatusOr<Leadership> AskLeadership(const internal::Connection& connection,
 
 namespace internal {
 
-Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
+absl::StatusOr<Leadership> FromProto(const v1::Leadership& m, Clock::time_point since) {
+  absl::StatusOr<absl::uint128> revision = FencingRevision(m);
+  if (!revision.ok()) return revision.status();
   Leadership l;
   l.is_leader = m.is_leader();
   l.identity = m.identity();
   l.holder_identity = m.holder_identity();
   l.fencing_token = m.fencing_token();
-  l.fencing_revision = m.fencing_revision();
+  l.fencing_revision = *revision;
   l.lease_name = m.lease_name();
   l.lease_namespace = m.lease_namespace();
   l.lease_uid = m.lease_uid();
@@ -232,28 +259,25 @@ Leadership FromProto(const v1::Leadership& m, Clock::time_point since) {
 }
 
 absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body, Clock::time_point since) {
-  auto refused = [](absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("not a baton Leadership: ", why));
-  };
   const std::string text(body);
   // protobuf's JSON parser also takes a string ("true") for a bool, which
   // proto3 JSON does not: the booleans are checked on the JSON itself.
   google::protobuf::Struct object;
   if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &object); !parsed.ok()) {
-    return refused(parsed.message().as_string());
+    return Malformed(parsed.message().as_string());
   }
   for (const char* field : {"isLeader", "observed", "steppingDown"}) {
     const auto it = object.fields().find(field);
     if (it != object.fields().end() && !it->second.has_bool_value() &&
         !it->second.has_null_value()) {
-      return refused(absl::StrCat(field, " is not a boolean"));
+      return Malformed(absl::StrCat(field, " is not a boolean"));
     }
   }
   v1::Leadership m;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   if (auto parsed = google::protobuf::util::JsonStringToMessage(text, &m, options); !parsed.ok()) {
-    return refused(parsed.message().as_string());
+    return Malformed(parsed.message().as_string());
   }
   return FromProto(m, since);
 }
@@ -602,22 +626,22 @@ void Watch::ReadStream(const std::shared_ptr<Stream>& stream) {
   std::unique_ptr<grpc::ClientReader<v1::WatchLeadershipResponse>> reader =
       connection_->stub->WatchLeadership(&stream->context, request);
   v1::WatchLeadershipResponse message;
-  absl::Status wrong_lease;
+  absl::Status refused;  // a malformed answer, or one about another Lease
   while (reader->Read(&message)) {
-    Leadership l = internal::FromProto(message.leadership(), Clock::now());
-    wrong_lease = CheckLease(*connection_, l);
-    if (!wrong_lease.ok()) {
+    absl::StatusOr<Leadership> l = internal::FromProto(message.leadership(), Clock::now());
+    refused = l.ok() ? CheckLease(*connection_, *l) : l.status();
+    if (!refused.ok()) {
       stream->context.TryCancel();
       break;
     }
-    connection_->Note(l);
+    connection_->Note(*l);
     auto item = std::make_unique<Item>(Item{std::move(l)});
     absl::MutexLock lock(&mu_);
     item_ = std::move(item);
   }
   const grpc::Status status = reader->Finish();
   absl::Status ended =
-      !wrong_lease.ok() ? wrong_lease
+      !refused.ok() ? refused
       : status.ok()
           ? absl::UnavailableError(absl::StrCat("the baton sidecar at ", connection_->addr,
                                                 " ended the stream (shutting down)"))

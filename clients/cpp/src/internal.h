@@ -19,8 +19,9 @@
 namespace baton::client::internal {
 
 // Converts an answer; `since` is when its validity starts counting if the
-// sidecar sent no deadline of its own.
-Leadership FromProto(const v1::Leadership& m, BootClock::time_point since);
+// sidecar sent no deadline of its own. kInvalidArgument for a malformed
+// fencing revision (see ParseLeadershipJson in client.h).
+absl::StatusOr<Leadership> FromProto(const v1::Leadership& m, BootClock::time_point since);
 
 // Converts a GET /leader body (proto3 JSON; unknown fields ignored), as
 // FromProto; kInvalidArgument for anything else.

@@ -36,20 +36,31 @@ TEST(FenceTest, IsSafeForConcurrentWriters) {
   EXPECT_EQ(fence.Highest(), 15);
 }
 
-TEST(FenceTest, ComparesRevisionsAsIntegers) {
+TEST(FenceTest, ComparesRevisionsAsIntegersOf128Bits) {
   Fence fence;
   EXPECT_TRUE(fence.Admit(999).ok());
   EXPECT_TRUE(fence.Admit(int64_t{1} << 40).ok());
+  EXPECT_TRUE(fence.Admit(absl::MakeUint128(1, 0)).ok());  // 2^64
+  EXPECT_EQ(fence.Admit(absl::MakeUint128(0, ~uint64_t{0})).code(), absl::StatusCode::kAborted);
   // "Unknown" (0) is refused once a revision was admitted.
   EXPECT_EQ(fence.Admit(0).code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(fence.Highest(), int64_t{1} << 40);
+  EXPECT_EQ(fence.Highest(), absl::MakeUint128(1, 0));
 }
 
-TEST(ParseRevisionTest, AcceptsDigitsUpTo64Bits) {
-  EXPECT_EQ(ParseRevision("1099511627776").value_or(-1), int64_t{1} << 40);
-  for (absl::string_view bad : {"", "-1", "x", "9223372036854775808"}) {
+TEST(ParseRevisionTest, AcceptsDigitsUpTo128Bits) {
+  EXPECT_EQ(ParseRevision("1099511627776").value_or(0), int64_t{1} << 40);
+  EXPECT_EQ(ParseRevision("0").value_or(1), 0);
+  EXPECT_EQ(ParseRevision("340282366920938463463374607431768211455").value_or(0),
+            absl::Uint128Max());
+  for (absl::string_view bad :
+       {"", "-1", "+1", "x", "01", "340282366920938463463374607431768211456"}) {
     EXPECT_EQ(ParseRevision(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
+}
+
+TEST(FormatRevisionTest, WritesTheDecimalDigits) {
+  EXPECT_EQ(FormatRevision(0), "0");
+  EXPECT_EQ(FormatRevision(absl::Uint128Max()), "340282366920938463463374607431768211455");
 }
 
 TEST(ParseTokenTest, AcceptsDigitsOnly) {

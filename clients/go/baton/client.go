@@ -317,14 +317,19 @@ func (c *Client) leadership(ctx context.Context, maxValidFor time.Duration) (Lea
 	if err != nil {
 		return Leadership{}, c.wrap(ctx, err)
 	}
-	return c.checkLease(fromProto(m, sent))
+	return c.answer(m, sent)
 }
 
-// checkLease passes l on if it comes from a sidecar serving the expected
-// Lease (or none is expected), and refuses it otherwise. Every answer this
-// Client receives goes through it: one it passes on is noted for
-// AcknowledgeStepDown.
-func (c *Client) checkLease(l Leadership) (Leadership, error) {
+// answer converts an answer received since (see fromProto) and passes it on
+// if it comes from a sidecar serving the expected Lease (or none is
+// expected); it refuses a malformed answer, and one about another Lease.
+// Every answer this Client receives goes through it: one it passes on is
+// noted for AcknowledgeStepDown.
+func (c *Client) answer(m *batonv1.Leadership, since time.Duration) (Leadership, error) {
+	l, err := fromProto(m, since)
+	if err != nil {
+		return Leadership{}, err
+	}
 	served := LeaseRef{Name: l.LeaseName, Namespace: l.LeaseNamespace}
 	if want := c.opts.lease; want != nil && !want.matches(served) {
 		return Leadership{}, &WrongLeaseError{Addr: c.addr, Expected: *want, Served: served}

@@ -57,6 +57,16 @@ func vectors(t *testing.T, name string, v any) {
 
 func ms(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }
 
+// text is a vector's value as text: a token is a JSON number, a revision a
+// JSON string.
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
 // asExpected is l in the vectors' form of an expected Leadership.
 func asExpected(l baton.Leadership) map[string]any {
 	unixMs := func(t time.Time) any {
@@ -70,7 +80,7 @@ func asExpected(l baton.Leadership) map[string]any {
 		"identity": l.Identity, "holderIdentity": l.HolderIdentity, "leaseName": l.LeaseName,
 		"leaseNamespace": l.LeaseNamespace, "leaseUid": l.LeaseUID,
 		"fencingToken":      float64(l.FencingToken),
-		"fencingRevision":   strconv.FormatInt(l.FencingRevision, 10),
+		"fencingRevision":   l.FencingRevision.String(),
 		"acquireTimeUnixMs": unixMs(l.AcquireTime), "renewTimeUnixMs": unixMs(l.RenewTime),
 		"validForMs":           float64(l.ValidFor / time.Millisecond),
 		"validUntilBoottimeMs": float64(l.ValidUntilBoottime / time.Millisecond),
@@ -131,7 +141,7 @@ func TestConformanceLeadershipProto(t *testing.T) {
 			var m batonv1.Leadership
 			var l baton.Leadership
 			if err = proto.Unmarshal(wire, &m); err == nil {
-				l = baton.FromProtoSince(&m, ms(c.SinceMs))
+				l, err = baton.FromProtoSince(&m, ms(c.SinceMs))
 			}
 			checkLeadership(t, l, err, c.Expect)
 		})
@@ -193,8 +203,8 @@ func TestConformanceRequireLeader(t *testing.T) {
 					t.Errorf("RequireLeader = %+v, %v; want ErrNotLeader", got, err)
 				}
 			case err != nil || c.Expect.Token == nil || got.FencingToken != *c.Expect.Token ||
-				strconv.FormatInt(got.FencingRevision, 10) != c.Expect.Revision:
-				t.Errorf("RequireLeader = token %d, revision %d, %v; want %+v", got.FencingToken,
+				got.FencingRevision.String() != c.Expect.Revision:
+				t.Errorf("RequireLeader = token %d, revision %v, %v; want %+v", got.FencingToken,
 					got.FencingRevision, err, c.Expect)
 			}
 		})
@@ -213,44 +223,42 @@ func TestConformanceFence(t *testing.T) {
 		}
 	}
 	vectors(t, "fence.json", &file)
-	// Token steps are JSON numbers, revision steps JSON strings.
-	value := func(t *testing.T, raw json.RawMessage) int64 {
-		var text string
-		if err := json.Unmarshal(raw, &text); err != nil {
-			text = string(raw)
-		}
-		v, err := strconv.ParseInt(text, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
 	for _, c := range file.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			var tokens baton.Fence
 			var revisions baton.RevisionFence
 			for i, step := range c.Steps {
-				v := value(t, step.Admit)
+				// Token steps are JSON numbers, revision steps JSON strings:
+				// each is compared as the fence's own type prints it.
 				var err error
-				var highest int64
+				var admitted, highest string
 				if c.Kind == "token" {
-					err = tokens.Admit(int32(v))
+					var v int32
+					if err := json.Unmarshal(step.Admit, &v); err != nil {
+						t.Fatal(err)
+					}
+					err = tokens.Admit(v)
 					h, _ := tokens.Highest()
-					highest = int64(h)
+					admitted, highest = strconv.Itoa(int(v)), strconv.Itoa(int(h))
 					var stale *baton.StaleTokenError
 					if err != nil && !errors.As(err, &stale) {
 						t.Errorf("step %d: Admit(%d) = %v; want nil or a *StaleTokenError", i, v, err)
 					}
 				} else {
+					var v baton.Revision
+					if err := json.Unmarshal(step.Admit, &v); err != nil {
+						t.Fatal(err)
+					}
 					err = revisions.Admit(v)
-					highest, _ = revisions.Highest()
+					h, _ := revisions.Highest()
+					admitted, highest = v.String(), h.String()
 					var stale *baton.StaleRevisionError
 					if err != nil && !errors.As(err, &stale) {
-						t.Errorf("step %d: Admit(%d) = %v; want nil or a *StaleRevisionError", i, v, err)
+						t.Errorf("step %d: Admit(%v) = %v; want nil or a *StaleRevisionError", i, v, err)
 					}
 				}
-				if (err == nil) != step.OK || highest != value(t, step.Highest) {
-					t.Errorf("step %d: Admit(%d) = %v, highest %d; want ok %v, highest %s", i, v, err, highest,
+				if (err == nil) != step.OK || highest != text(step.Highest) {
+					t.Errorf("step %d: Admit(%s) = %v, highest %s; want ok %v, highest %s", i, admitted, err, highest,
 						step.OK, step.Highest)
 				}
 			}
@@ -273,25 +281,21 @@ func TestConformanceFenceHeaders(t *testing.T) {
 		t.Errorf("headers %q, %q; want %q, %q", baton.TokenHeader, baton.RevisionHeader, file.TokenHeader,
 			file.RevisionHeader)
 	}
-	// A token is a JSON number, a revision a JSON string; both as text.
-	text := func(raw json.RawMessage) string {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-		return string(raw)
-	}
 	for _, c := range file.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			h := http.Header{}
 			if len(c.Format) > 0 {
-				v, err := strconv.ParseInt(text(c.Format), 10, 64)
-				if err != nil {
-					t.Fatal(err)
-				}
 				if c.Kind == "token" {
-					baton.SetToken(h, int32(v))
+					var v int32
+					if err := json.Unmarshal(c.Format, &v); err != nil {
+						t.Fatal(err)
+					}
+					baton.SetToken(h, v)
 				} else {
+					var v baton.Revision
+					if err := json.Unmarshal(c.Format, &v); err != nil {
+						t.Fatal(err)
+					}
 					baton.SetRevision(h, v)
 				}
 				if got := h.Get(map[string]string{"token": baton.TokenHeader, "revision": baton.RevisionHeader}[c.Kind]); got != text(c.Expect) {
@@ -303,7 +307,7 @@ func TestConformanceFenceHeaders(t *testing.T) {
 			if err := json.Unmarshal(c.Header, &header); err != nil {
 				t.Fatal(err)
 			}
-			var got int64
+			var got string
 			var err error
 			if c.Kind == "token" {
 				if header != nil {
@@ -311,19 +315,21 @@ func TestConformanceFenceHeaders(t *testing.T) {
 				}
 				var token int32
 				token, err = baton.TokenFromHeader(h)
-				got = int64(token)
+				got = strconv.Itoa(int(token))
 			} else {
 				if header != nil {
 					h[baton.RevisionHeader] = []string{*header}
 				}
-				got, err = baton.RevisionFromHeader(h)
+				var revision baton.Revision
+				revision, err = baton.RevisionFromHeader(h)
+				got = revision.String()
 			}
 			if want := text(c.Expect); want == "error" {
 				if err == nil {
-					t.Errorf("parsed %d; want an error", got)
+					t.Errorf("parsed %s; want an error", got)
 				}
-			} else if err != nil || strconv.FormatInt(got, 10) != want {
-				t.Errorf("parsed %d, %v; want %s", got, err, want)
+			} else if err != nil || got != want {
+				t.Errorf("parsed %s, %v; want %s", got, err, want)
 			}
 		})
 	}

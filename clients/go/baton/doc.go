@@ -31,7 +31,9 @@
 // Step 3 is what makes it safe: 1 alone cannot stop a write that was already
 // on its way when leadership ended. Leadership.FencingRevision is a second
 // token that survives Lease deletion on Kubernetes 1.35 or later (see
-// RevisionFence).
+// RevisionFence): a Revision, an integer of up to 128 bits (a
+// resourceVersion, KEP-5504), compared with Revision.Compare and carried as
+// decimal digits (RevisionHeader, Revision.String, ParseRevision).
 //
 // # Leader work and the step-down handshake
 //

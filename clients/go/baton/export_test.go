@@ -10,7 +10,7 @@ import (
 )
 
 // FromProtoSince converts a message with validity counting from since.
-func FromProtoSince(m *batonv1.Leadership, since time.Duration) Leadership {
+func FromProtoSince(m *batonv1.Leadership, since time.Duration) (Leadership, error) {
 	return fromProto(m, since)
 }
 

@@ -47,7 +47,7 @@ func TestHandoverOnSIGTERMCarriesRevisionsAndKeepsAPollersPromises(t *testing.T)
 	if before.ValidUntilBoottime <= now || before.ValidUntilBoottime > now+seconds(f.RenewDeadline) {
 		t.Errorf("leader's answer %+v: want a deadline within the renew deadline of now (%v)", before, now)
 	}
-	if before.FencingRevision <= 0 {
+	if before.FencingRevision == (baton.Revision{}) {
 		t.Errorf("leader's answer %+v: want a fencing revision", before)
 	}
 	events := watchAll(t, ctx, f)
@@ -83,8 +83,8 @@ func TestHandoverOnSIGTERMCarriesRevisionsAndKeepsAPollersPromises(t *testing.T)
 	}
 	stopPolling()
 	last := <-promised
-	if next.FencingToken <= before.FencingToken || next.FencingRevision <= before.FencingRevision {
-		t.Errorf("successor leads with token %d, revision %d; want above %d, %d",
+	if next.FencingToken <= before.FencingToken || next.FencingRevision.Compare(before.FencingRevision) <= 0 {
+		t.Errorf("successor leads with token %d, revision %v; want above %d, %v",
 			next.FencingToken, next.FencingRevision, before.FencingToken, before.FencingRevision)
 	}
 	// The poller never acknowledged: its last promise had to lapse first;
@@ -96,7 +96,7 @@ func TestHandoverOnSIGTERMCarriesRevisionsAndKeepsAPollersPromises(t *testing.T)
 		t.Errorf("successor's first leader state came %v before the old leader's watched promise lapsed",
 			oldPromise-took)
 	}
-	t.Logf("handover to %s: token %d -> %d, revision %d -> %d",
+	t.Logf("handover to %s: token %d -> %d, revision %v -> %v",
 		next.Identity, before.FencingToken, next.FencingToken, before.FencingRevision, next.FencingRevision)
 	passed(t, "watch-through-handover")
 }
@@ -166,7 +166,7 @@ func TestRunWhileLeaderAcknowledgesSoTheHandoverIsFast(t *testing.T) {
 		t.Errorf("the new leader's work started before the old one's returned (%v, %v)", returned, next.started)
 	}
 	if next.index == li || next.l.FencingToken <= first.l.FencingToken ||
-		next.l.FencingRevision <= first.l.FencingRevision {
+		next.l.FencingRevision.Compare(first.l.FencingRevision) <= 0 {
 		t.Errorf("new term %+v; want another sidecar with a higher token and revision than %+v", next.l, first.l)
 	}
 	if handover > seconds(f.RenewDeadline)/2 || next.started >= promise.ValidUntilBoottime {

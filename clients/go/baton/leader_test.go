@@ -192,7 +192,7 @@ func startRunWhileLeader(t *testing.T, c *baton.Client, log *journal) (stop func
 	go func() {
 		result <- c.RunWhileLeader(ctx, func(ctx context.Context, l baton.Leadership) error {
 			log.add("work started")
-			if l.FencingToken != 5 || l.FencingRevision != 4711 || l.Remaining() <= 0 {
+			if l.FencingToken != 5 || l.FencingRevision.String() != "4711" || l.Remaining() <= 0 {
 				t.Errorf("work got %+v; want the leader state with token 5, revision 4711", l)
 			}
 			<-ctx.Done()

@@ -27,11 +27,13 @@ type Leadership struct {
 	FencingToken int32
 	// FencingRevision is the second fencing token: the Lease's
 	// resourceVersion as written by the write that won this term while
-	// IsLeader; otherwise that of the last observed Lease. It keeps growing
-	// across Lease deletion and a restart of every sidecar, but is only
-	// comparable on Kubernetes 1.35 or later (see RevisionFence). Zero when
-	// unknown (an older sidecar, or a resourceVersion that is not an integer).
-	FencingRevision int64
+	// IsLeader; otherwise that of the last observed Lease. An integer of up
+	// to 128 bits (see Revision). It keeps growing across Lease deletion and
+	// a restart of every sidecar, but is only comparable on Kubernetes 1.35
+	// or later (see RevisionFence). Zero when unknown: a resourceVersion
+	// that is not an integer, and from a sidecar of 0.2.0 or earlier (which
+	// sends an int64) one beyond an int64.
+	FencingRevision Revision
 	// LeaseName, LeaseNamespace and LeaseUID identify the Lease.
 	LeaseName, LeaseNamespace, LeaseUID string
 	// AcquireTime and RenewTime are the Lease's (holder's wall clock); zero
@@ -80,7 +82,8 @@ func (l Leadership) remainingAt(now time.Duration) time.Duration {
 // baton.v1.Leadership), for applications that read the sidecar's HTTP API
 // themselves. Its validity counts from now if the sidecar sent no deadline
 // of its own. It fails on anything but a JSON object with fields of the
-// right types; unknown fields are ignored.
+// right types and a fencing revision as the Leadership type says; unknown
+// fields are ignored.
 func ParseLeadership(body []byte) (Leadership, error) {
 	return parseLeadership(body, boottime())
 }
@@ -92,7 +95,7 @@ func parseLeadership(body []byte, since time.Duration) (Leadership, error) {
 	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(body, &m); err != nil {
 		return Leadership{}, fmt.Errorf("baton: not a Leadership: %w", err)
 	}
-	return fromProto(&m, since), nil
+	return fromProto(&m, since)
 }
 
 // key is what Watch compares to decide whether a state is news: everything
@@ -116,14 +119,19 @@ func (l Leadership) expired() Leadership {
 }
 
 // fromProto converts an answer. since (a boottime reading) is when its
-// validity starts counting if the sidecar sent no deadline of its own.
-func fromProto(m *batonv1.Leadership, since time.Duration) Leadership {
+// validity starts counting if the sidecar sent no deadline of its own. It
+// fails on a malformed fencing revision.
+func fromProto(m *batonv1.Leadership, since time.Duration) (Leadership, error) {
+	revision, err := revisionOf(m)
+	if err != nil {
+		return Leadership{}, err
+	}
 	l := Leadership{
 		IsLeader:        m.GetIsLeader(),
 		Identity:        m.GetIdentity(),
 		HolderIdentity:  m.GetHolderIdentity(),
 		FencingToken:    m.GetFencingToken(),
-		FencingRevision: m.GetFencingRevision(),
+		FencingRevision: revision,
 		LeaseName:       m.GetLeaseName(),
 		LeaseNamespace:  m.GetLeaseNamespace(),
 		LeaseUID:        m.GetLeaseUid(),
@@ -149,5 +157,24 @@ func fromProto(m *batonv1.Leadership, since time.Duration) Leadership {
 		l.sidecarDeadline = max(d, 0)
 		l.ValidUntil = time.Now().Add(l.ValidUntilBoottime - boottime())
 	}
-	return l
+	return l, nil
+}
+
+// revisionOf reads an answer's fencing revision: fencing_revision_decimal
+// when the sidecar sent it (any size, as ParseRevision reads it), else the
+// int64 fencing_revision that sidecars of 0.2.0 and earlier send alone.
+func revisionOf(m *batonv1.Leadership) (Revision, error) {
+	if d := m.GetFencingRevisionDecimal(); d != "" {
+		r, ok := parseRevision(d)
+		if !ok {
+			return Revision{}, fmt.Errorf(
+				"baton: not a Leadership: fencingRevisionDecimal %q is not decimal digits of at most 2^128-1", d)
+		}
+		return r, nil
+	}
+	v := m.GetFencingRevision()
+	if v < 0 {
+		return Revision{}, fmt.Errorf("baton: not a Leadership: fencingRevision %d is negative", v)
+	}
+	return Revision{lo: uint64(v)}, nil
 }

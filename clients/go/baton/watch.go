@@ -75,6 +75,8 @@ func (c *Client) watch(ctx context.Context, every bool) iter.Seq2[Leadership, er
 // guarantee with CLOCK_BOOTTIME again.
 const clockRecheck = 100 * time.Millisecond
 
+// received is one message of a stream as watchStream yields it: a state,
+// or the error that ends the stream (a refused answer, or the transport's).
 type received struct {
 	l   Leadership
 	err error
@@ -95,9 +97,14 @@ func (c *Client) watchStream(ctx context.Context, every bool, yield func(Leaders
 	go func() {
 		for {
 			m, err := stream.Recv()
-			r := received{err: err}
-			if err == nil {
-				r.l, r.err = c.checkLease(fromProto(m.GetLeadership(), boottime()))
+			var r received
+			switch {
+			case errors.Is(err, io.EOF):
+				r.err = &UnavailableError{Addr: c.addr, Err: errors.New("the sidecar ended the stream (shutting down)")}
+			case err != nil:
+				r.err = c.wrap(ctx, err)
+			default:
+				r.l, r.err = c.answer(m.GetLeadership(), boottime())
 			}
 			select {
 			case msgs <- r:
@@ -133,15 +140,8 @@ func (c *Client) watchStream(ctx context.Context, every bool, yield func(Leaders
 				return connected, nil, true
 			}
 		case r := <-msgs:
-			if errors.Is(r.err, io.EOF) {
-				return connected, &UnavailableError{Addr: c.addr,
-					Err: errors.New("the sidecar ended the stream (shutting down)")}, false
-			}
-			if errors.Is(r.err, ErrWrongLease) {
-				return connected, r.err, false
-			}
 			if r.err != nil {
-				return connected, c.wrap(ctx, r.err), false
+				return connected, r.err, false
 			}
 			stall.Reset(stallTimeout)
 			expiry.Stop()

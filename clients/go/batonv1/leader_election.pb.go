@@ -160,8 +160,10 @@ type Leadership struct {
 	// integers, so this keeps growing across terms even after the Lease is
 	// deleted and every sidecar restarted, which leaseTransitions cannot.
 	// Zero when unknown (not read yet, or a resourceVersion that is not a
-	// decimal integer). Prints as a JSON string ("fencingRevision": "4711"), as
-	// proto3 JSON does for every int64: compare it as an integer.
+	// decimal integer), and when the value does not fit an int64 (KEP-5504
+	// allows 128 bits): fencing_revision_decimal carries every value. Prints as
+	// a JSON string ("fencingRevision": "4711"), as proto3 JSON does for every
+	// int64: compare it as an integer.
 	FencingRevision int64 `protobuf:"varint,14,opt,name=fencing_revision,json=fencingRevision,proto3" json:"fencing_revision,omitempty"`
 	// When the guarantee in valid_for ends, as a reading of the node's
 	// CLOCK_BOOTTIME (time since boot, counting suspend). The sidecar and the
@@ -170,8 +172,16 @@ type Leadership struct {
 	// a queue: lead only while clock_gettime(CLOCK_BOOTTIME) < this. Zero when
 	// is_leader is false.
 	ValidUntilBoottime *durationpb.Duration `protobuf:"bytes,15,opt,name=valid_until_boottime,json=validUntilBoottime,proto3" json:"valid_until_boottime,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The fencing revision in decimal digits, whatever its size: a
+	// resourceVersion is an integer of up to 128 bits (KEP-5504), so up to 39
+	// digits, without a sign or leading zeros. The same value as
+	// fencing_revision wherever that fits an int64; "0" when unknown. Compare
+	// two of them as integers: the longer is the greater, and of two as long,
+	// the first digit that differs decides. Empty only from a sidecar older
+	// than this field (0.2.0 and earlier): read fencing_revision then.
+	FencingRevisionDecimal string `protobuf:"bytes,16,opt,name=fencing_revision_decimal,json=fencingRevisionDecimal,proto3" json:"fencing_revision_decimal,omitempty"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *Leadership) Reset() {
@@ -307,6 +317,13 @@ func (x *Leadership) GetValidUntilBoottime() *durationpb.Duration {
 		return x.ValidUntilBoottime
 	}
 	return nil
+}
+
+func (x *Leadership) GetFencingRevisionDecimal() string {
+	if x != nil {
+		return x.FencingRevisionDecimal
+	}
+	return ""
 }
 
 type GetLeadershipRequest struct {
@@ -722,7 +739,7 @@ var File_baton_v1_leader_election_proto protoreflect.FileDescriptor
 
 const file_baton_v1_leader_election_proto_rawDesc = "" +
 	"\n" +
-	"\x1ebaton/v1/leader_election.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa5\x05\n" +
+	"\x1ebaton/v1/leader_election.proto\x12\bbaton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdf\x05\n" +
 	"\n" +
 	"Leadership\x12\x1b\n" +
 	"\tis_leader\x18\x01 \x01(\bR\bisLeader\x12\x1a\n" +
@@ -742,7 +759,8 @@ const file_baton_v1_leader_election_proto_rawDesc = "" +
 	"\bobserved\x18\f \x01(\bR\bobserved\x12#\n" +
 	"\rstepping_down\x18\r \x01(\bR\fsteppingDown\x12)\n" +
 	"\x10fencing_revision\x18\x0e \x01(\x03R\x0ffencingRevision\x12K\n" +
-	"\x14valid_until_boottime\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x12validUntilBoottime\"r\n" +
+	"\x14valid_until_boottime\x18\x0f \x01(\v2\x19.google.protobuf.DurationR\x12validUntilBoottime\x128\n" +
+	"\x18fencing_revision_decimal\x18\x10 \x01(\tR\x16fencingRevisionDecimal\"r\n" +
 	"\x14GetLeadershipRequest\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12=\n" +
 	"\rmax_valid_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\vmaxValidFor\"\xbe\x01\n" +

@@ -82,17 +82,17 @@ func (o Order) String() string {
 }
 
 // ErrNoRevision is the answer of a Fence ordered ByRevision to a term
-// without a fencing revision ("0" or empty): the sidecar did not know one.
+// without a fencing revision (0): the sidecar did not know one.
 // Writing with it would be fenced by nothing; fence ByToken on such a
 // cluster.
 var ErrNoRevision = errors.New("etcdfence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
 
 // Term is what a leader tags its writes with.
 type Term struct {
-	// Revision is the fencing revision in decimal digits (up to 39: 128
-	// bits), as baton.Leadership.FencingRevision or the sidecar's JSON
-	// "fencingRevision" gives it.
-	Revision string
+	// Revision is the fencing revision (baton.Leadership.FencingRevision),
+	// an integer of up to 128 bits; baton.ParseRevision reads the sidecar's
+	// JSON "fencingRevisionDecimal".
+	Revision baton.Revision
 	// Token is the fencing token (baton.Leadership.FencingToken).
 	Token int32
 }
@@ -100,18 +100,18 @@ type Term struct {
 // TermOf returns the term of a leader answer. Take it from the answer that
 // said this pod leads, right before the write.
 func TermOf(l baton.Leadership) Term {
-	return Term{Revision: strconv.FormatInt(l.FencingRevision, 10), Token: l.FencingToken}
+	return Term{Revision: l.FencingRevision, Token: l.FencingToken}
 }
 
 func (t Term) String() string {
-	return fmt.Sprintf("revision %s, token %d", t.Revision, t.Token)
+	return fmt.Sprintf("revision %v, token %d", t.Revision, t.Token)
 }
 
 // StaleError is the refusal of a write whose term is older than one the
 // fence already accepted for Key: the writer is a deposed leader, and none
 // of its write landed. Its Unwrap gives the baton package's error for the
 // same refusal (a *baton.StaleTokenError when ordered ByToken, a
-// *baton.StaleRevisionError when ordered ByRevision and both fit an int64).
+// *baton.StaleRevisionError when ordered ByRevision).
 type StaleError struct {
 	Key   string
 	Order Order
@@ -126,20 +126,22 @@ func (e *StaleError) Error() string {
 		e.Key, e.Order, e.Term, e.Order, e.Highest)
 }
 
-// Unwrap returns the baton package's error for this refusal, or nil.
+// Unwrap returns the baton package's error for this refusal, or nil when
+// Highest is not a number of the Order's kind (a fence key written by
+// something else).
 func (e *StaleError) Unwrap() error {
-	h, err := strconv.ParseInt(e.Highest, 10, 64)
-	if err != nil {
-		return nil
-	}
 	if e.Order == ByToken {
+		h, err := strconv.ParseInt(e.Highest, 10, 32)
+		if err != nil {
+			return nil
+		}
 		return &baton.StaleTokenError{Token: e.Term.Token, Highest: int32(h)}
 	}
-	r, err := strconv.ParseInt(e.Term.Revision, 10, 64)
+	h, err := baton.ParseRevision(e.Highest)
 	if err != nil {
 		return nil
 	}
-	return &baton.StaleRevisionError{Revision: r, Highest: h}
+	return &baton.StaleRevisionError{Revision: e.Term.Revision, Highest: h}
 }
 
 // Fence fences writes through fence keys in one etcd. The zero value fences
@@ -164,7 +166,7 @@ func (f Fence) FenceKey(key string) string {
 
 // Value returns what the fence key holds once term is admitted: the
 // compared number in Width digits. Errors are the term's (ErrNoRevision, a
-// revision that is not decimal digits, a negative token).
+// negative token).
 func (f Fence) Value(term Term) (string, error) {
 	var digits string
 	switch f.Order {
@@ -174,14 +176,10 @@ func (f Fence) Value(term Term) (string, error) {
 		}
 		digits = strconv.FormatInt(int64(term.Token), 10)
 	default:
-		digits = strings.TrimLeft(term.Revision, "0")
-		if term.Revision == "" || strings.TrimLeft(term.Revision, "0123456789") != "" || len(digits) > Width {
-			return "", fmt.Errorf("etcdfence: fencing revision %q is not an integer of at most %d decimal digits",
-				term.Revision, Width)
-		}
-		if digits == "" {
+		if term.Revision == (baton.Revision{}) {
 			return "", ErrNoRevision
 		}
+		digits = term.Revision.String()
 	}
 	return strings.Repeat("0", Width-len(digits)) + digits, nil
 }

@@ -166,7 +166,17 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func rev(r string) etcdfence.Term { return etcdfence.Term{Revision: r} }
+// revision reads decimal digits as a revision.
+func revision(r string) baton.Revision {
+	v, err := baton.ParseRevision(r)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// rev is the term of revision r (token 0).
+func rev(r string) etcdfence.Term { return etcdfence.Term{Revision: revision(r)} }
 
 // write writes value to key under term through f.
 func write(t *testing.T, f etcdfence.Fence, key string, term etcdfence.Term, value string) error {
@@ -243,11 +253,11 @@ func TestOlderRevisionIsRefusedAndNothingIsWritten(t *testing.T) {
 	_, err = f.Write(ctx(t), client, key, rev("100"),
 		clientv3.OpPut(key, "stale"), clientv3.OpPut(other, "stale too"), clientv3.OpDelete(kept))
 	stale := mustStale(t, err)
-	if stale.Key != key || stale.Term.Revision != "100" || stale.Highest != "250" || stale.Order != etcdfence.ByRevision {
+	if stale.Key != key || stale.Term != rev("100") || stale.Highest != "250" || stale.Order != etcdfence.ByRevision {
 		t.Errorf("StaleError = %+v", stale)
 	}
 	var batonStale *baton.StaleRevisionError
-	if !errors.As(err, &batonStale) || batonStale.Revision != 100 || batonStale.Highest != 250 {
+	if !errors.As(err, &batonStale) || batonStale.Revision != revision("100") || batonStale.Highest != revision("250") {
 		t.Errorf("errors.As(*baton.StaleRevisionError) = %+v", batonStale)
 	}
 	if got := value(t, key); got != "new" {
@@ -344,17 +354,18 @@ func TestRevisionsBeyond64BitsCompareAsIntegers(t *testing.T) {
 	if got := value(t, key); got != max128.String() {
 		t.Errorf("value = %s, want %s", got, max128)
 	}
-	// Leading zeros do not change the number.
-	if err := write(t, f, key, rev("0"+max128.String()), "same"); err != nil {
-		t.Errorf("2^128-1 with a leading zero: %v", err)
+	var batonStale *baton.StaleRevisionError
+	if err := write(t, f, key, rev(two64.String()), "stale"); !errors.As(err, &batonStale) ||
+		batonStale.Highest.String() != max128.String() {
+		t.Errorf("refusing 2^64 after 2^128-1: %v, want a *baton.StaleRevisionError naming 2^128-1", err)
 	}
 }
 
 func TestRecreatedLeaseNewLeaderIsAdmittedByTheDefaultFence(t *testing.T) {
 	// The Lease's fifth holder wrote (token 5). The Lease was deleted and a
 	// member with no history recreated it: token 0, but a higher revision.
-	old := etcdfence.Term{Revision: "4100", Token: 5}
-	recreated := etcdfence.Term{Revision: "5200", Token: 0}
+	old := etcdfence.Term{Revision: revision("4100"), Token: 5}
+	recreated := etcdfence.Term{Revision: revision("5200"), Token: 0}
 
 	key := newKey(t)
 	var byRevision etcdfence.Fence
@@ -387,25 +398,19 @@ func TestByTokenComparesTokens(t *testing.T) {
 	key := newKey(t)
 	f := etcdfence.Fence{Order: etcdfence.ByToken}
 	for _, tok := range []int32{9, 10, 10, 2147483647} {
-		// Revisions are ignored: the terms' revisions go down.
-		if err := write(t, f, key, etcdfence.Term{Revision: "0", Token: tok}, "x"); err != nil {
+		// Revisions are ignored: these terms have none.
+		if err := write(t, f, key, etcdfence.Term{Token: tok}, "x"); err != nil {
 			t.Fatalf("token %d: %v", tok, err)
 		}
 	}
-	mustStale(t, write(t, f, key, etcdfence.Term{Revision: "999", Token: 11}, "stale"))
+	mustStale(t, write(t, f, key, etcdfence.Term{Revision: revision("999"), Token: 11}, "stale"))
 }
 
 func TestTermsWithoutAnOrderableNumberAreRefused(t *testing.T) {
 	key := newKey(t)
 	var f etcdfence.Fence
-	for _, r := range []string{"0", "", "-1", "12a", "1e5", strings.Repeat("9", 40)} {
-		err := write(t, f, key, rev(r), "x")
-		if err == nil {
-			t.Errorf("revision %q admitted", r)
-		}
-		if r == "0" && !errors.Is(err, etcdfence.ErrNoRevision) {
-			t.Errorf("revision 0: %v, want ErrNoRevision", err)
-		}
+	if err := write(t, f, key, rev("0"), "x"); !errors.Is(err, etcdfence.ErrNoRevision) {
+		t.Errorf("revision 0: %v, want ErrNoRevision", err)
 	}
 	if err := write(t, etcdfence.Fence{Order: etcdfence.ByToken}, key, etcdfence.Term{Token: -1}, "x"); err == nil {
 		t.Error("token -1 admitted")
@@ -416,9 +421,13 @@ func TestTermsWithoutAnOrderableNumberAreRefused(t *testing.T) {
 }
 
 func TestTermOfALeadership(t *testing.T) {
-	term := etcdfence.TermOf(baton.Leadership{FencingToken: 3, FencingRevision: 123456789})
-	if term != (etcdfence.Term{Revision: "123456789", Token: 3}) {
+	max128 := revision("340282366920938463463374607431768211455")
+	term := etcdfence.TermOf(baton.Leadership{FencingToken: 3, FencingRevision: max128})
+	if term != (etcdfence.Term{Revision: max128, Token: 3}) {
 		t.Errorf("TermOf = %+v", term)
+	}
+	if v, err := (etcdfence.Fence{}).Value(term); err != nil || v != max128.String() {
+		t.Errorf("Value(%v) = %q, %v; want all 39 digits", term, v, err)
 	}
 }
 

@@ -45,7 +45,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/baton-sidecar/baton/clients/go/baton"
 	corev1 "k8s.io/api/core/v1"
@@ -58,10 +57,6 @@ import (
 // DefaultAnnotation is the annotation holding the fence when
 // Fence.Annotation is empty.
 const DefaultAnnotation = "baton.dev/fencing-revision"
-
-// maxDigits is the length of 2^128-1 in decimal: resourceVersions are
-// integers of up to 128 bits (KEP-5504).
-const maxDigits = 39
 
 // Order is what decides which of two terms is the newer.
 type Order int
@@ -88,14 +83,14 @@ func (o Order) String() string {
 }
 
 // ErrNoRevision is the answer of a Fence ordered ByRevision to a term
-// without a fencing revision ("0" or empty): the sidecar did not know one.
+// without a fencing revision (0): the sidecar did not know one.
 var ErrNoRevision = errors.New("kubefence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
 
 // Term is what a leader tags its writes with.
 type Term struct {
-	// Revision is the fencing revision in decimal digits (up to 39: 128
-	// bits), as baton.Leadership.FencingRevision gives it.
-	Revision string
+	// Revision is the fencing revision (baton.Leadership.FencingRevision),
+	// an integer of up to 128 bits.
+	Revision baton.Revision
 	// Token is the fencing token (baton.Leadership.FencingToken).
 	Token int32
 	// FieldManager is the server-side-apply field manager of the term
@@ -106,23 +101,23 @@ type Term struct {
 // TermOf returns the term of a leader answer. Take it from the answer that
 // said this pod leads, right before the write.
 func TermOf(l baton.Leadership) Term {
-	return Term{Revision: strconv.FormatInt(l.FencingRevision, 10), Token: l.FencingToken, FieldManager: l.FieldManager()}
+	return Term{Revision: l.FencingRevision, Token: l.FencingToken, FieldManager: l.FieldManager()}
 }
 
 func (t Term) String() string {
-	return fmt.Sprintf("revision %s, token %d", t.Revision, t.Token)
+	return fmt.Sprintf("revision %v, token %d", t.Revision, t.Token)
 }
 
 // StaleError is the refusal of a write whose term is older than the one
 // that wrote the ConfigMap last: the writer is a deposed leader, and its
 // write did not land. Its Unwrap gives the baton package's error for the
 // same refusal (a *baton.StaleTokenError when ordered ByToken, a
-// *baton.StaleRevisionError when ordered ByRevision and both fit an int64).
+// *baton.StaleRevisionError when ordered ByRevision).
 type StaleError struct {
 	Namespace, Name string
 	Order           Order
 	// Term is the refused term. Highest is the number the annotation holds
-	// (a revision or a token, as Order says).
+	// (a revision or a token, as Order says), in decimal digits.
 	Term    Term
 	Highest string
 }
@@ -132,20 +127,22 @@ func (e *StaleError) Error() string {
 		e.Namespace, e.Name, e.Order, e.Term, e.Order, e.Highest)
 }
 
-// Unwrap returns the baton package's error for this refusal, or nil.
+// Unwrap returns the baton package's error for this refusal, or nil when
+// Highest is not a number of the Order's kind (an annotation written by
+// something else).
 func (e *StaleError) Unwrap() error {
-	h, err := strconv.ParseInt(e.Highest, 10, 64)
-	if err != nil {
-		return nil
-	}
 	if e.Order == ByToken {
+		h, err := strconv.ParseInt(e.Highest, 10, 32)
+		if err != nil {
+			return nil
+		}
 		return &baton.StaleTokenError{Token: e.Term.Token, Highest: int32(h)}
 	}
-	r, err := strconv.ParseInt(e.Term.Revision, 10, 64)
+	h, err := baton.ParseRevision(e.Highest)
 	if err != nil {
 		return nil
 	}
-	return &baton.StaleRevisionError{Revision: r, Highest: h}
+	return &baton.StaleRevisionError{Revision: e.Term.Revision, Highest: h}
 }
 
 // Fence fences ConfigMap writes through one annotation. The zero value
@@ -170,49 +167,29 @@ func (f Fence) annotation() string {
 
 // Value returns what the annotation holds once term is admitted: the
 // compared number in decimal, without leading zeros. Errors are the
-// term's (ErrNoRevision, a revision that is not decimal digits, a negative
-// token).
+// term's (ErrNoRevision, a negative token).
 func (f Fence) Value(term Term) (string, error) {
+	n, err := f.number(term)
+	if err != nil {
+		return "", err
+	}
+	return n.String(), nil
+}
+
+// number is the number the fence compares for term, as Value describes it.
+// A token is held as a baton.Revision too: both are integers that the
+// annotation gives in decimal, compared alike.
+func (f Fence) number(term Term) (baton.Revision, error) {
 	if f.Order == ByToken {
 		if term.Token < 0 {
-			return "", fmt.Errorf("kubefence: fencing token %d is negative", term.Token)
+			return baton.Revision{}, fmt.Errorf("kubefence: fencing token %d is negative", term.Token)
 		}
-		return strconv.FormatInt(int64(term.Token), 10), nil
+		return baton.ParseRevision(strconv.Itoa(int(term.Token)))
 	}
-	n, ok := number(term.Revision)
-	if !ok {
-		return "", fmt.Errorf("kubefence: fencing revision %q is not an integer of at most %d decimal digits",
-			term.Revision, maxDigits)
+	if term.Revision == (baton.Revision{}) {
+		return baton.Revision{}, ErrNoRevision
 	}
-	if n == "0" {
-		return "", ErrNoRevision
-	}
-	return n, nil
-}
-
-// number returns s without leading zeros, and whether s is a decimal
-// integer of at most maxDigits digits.
-func number(s string) (string, bool) {
-	if s == "" || strings.TrimLeft(s, "0123456789") != "" {
-		return "", false
-	}
-	n := strings.TrimLeft(s, "0")
-	if len(n) > maxDigits {
-		return "", false
-	}
-	if n == "" {
-		n = "0"
-	}
-	return n, true
-}
-
-// newer reports whether decimal integer a (no leading zeros) is greater
-// than b: the longer is greater, else the first digit that differs decides.
-func newer(a, b string) bool {
-	if len(a) != len(b) {
-		return len(a) > len(b)
-	}
-	return a > b
+	return term.Revision, nil
 }
 
 // ApplyConfigMap writes cm (its name and namespace set; the namespace must
@@ -230,10 +207,11 @@ func newer(a, b string) bool {
 // removed.
 func (f Fence) ApplyConfigMap(ctx context.Context, cms typedcorev1.ConfigMapInterface,
 	cm *applycorev1.ConfigMapApplyConfiguration, term Term) (*corev1.ConfigMap, error) {
-	value, err := f.Value(term)
+	n, err := f.number(term)
 	if err != nil {
 		return nil, err
 	}
+	value := n.String()
 	if term.FieldManager == "" {
 		return nil, errors.New("kubefence: the term has no field manager (baton.Leadership.FieldManager)")
 	}
@@ -257,13 +235,13 @@ func (f Fence) ApplyConfigMap(ctx context.Context, cms typedcorev1.ConfigMapInte
 			return nil, fmt.Errorf("kubefence: reading ConfigMap %s: %w", name, err)
 		}
 		if held, ok := current.Annotations[f.annotation()]; ok {
-			h, valid := number(held)
-			if !valid {
+			h, err := baton.ParseRevision(held)
+			if err != nil {
 				return nil, fmt.Errorf("kubefence: ConfigMap %s/%s: annotation %s holds %q, not a fence",
 					current.Namespace, name, f.annotation(), held)
 			}
-			if newer(h, value) {
-				return nil, &StaleError{Namespace: current.Namespace, Name: name, Order: f.Order, Term: term, Highest: h}
+			if h.Compare(n) > 0 {
+				return nil, &StaleError{Namespace: current.Namespace, Name: name, Order: f.Order, Term: term, Highest: held}
 			}
 		}
 		if f.afterRead != nil {

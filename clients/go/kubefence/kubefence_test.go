@@ -99,9 +99,18 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
+// revision reads decimal digits as a revision.
+func revision(r string) baton.Revision {
+	v, err := baton.ParseRevision(r)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
 // term returns the term of revision r (token 0), with a manager of its own.
 func term(r string) kubefence.Term {
-	return kubefence.Term{Revision: r, FieldManager: "leader-rv" + r}
+	return kubefence.Term{Revision: revision(r), FieldManager: "leader-rv" + r}
 }
 
 // stateIn is the ConfigMap "state" of namespace ns holding leader = v.
@@ -254,11 +263,11 @@ func TestOlderRevisionIsRefusedAndNothingIsWritten(t *testing.T) {
 	before := get(t, cms)
 	_, err := write(t, f, cms, term("100"), "stale")
 	stale := mustStale(t, err)
-	if stale.Name != "state" || stale.Highest != "250" || stale.Term.Revision != "100" {
+	if stale.Name != "state" || stale.Highest != "250" || stale.Term != term("100") {
 		t.Errorf("StaleError = %+v", stale)
 	}
 	var batonStale *baton.StaleRevisionError
-	if !errors.As(err, &batonStale) || batonStale.Revision != 100 || batonStale.Highest != 250 {
+	if !errors.As(err, &batonStale) || batonStale.Revision != revision("100") || batonStale.Highest != revision("250") {
 		t.Errorf("errors.As(*baton.StaleRevisionError) = %+v", batonStale)
 	}
 	after := get(t, cms)
@@ -293,7 +302,12 @@ func TestRevisionsCompareAsIntegers(t *testing.T) {
 			t.Fatalf("revision %s after %v: %v", r, ascending[:i], err)
 		}
 		if i > 0 {
-			mustStale(t, func() error { _, err := write(t, f, cms, term(ascending[i-1]), "stale"); return err }())
+			_, err := write(t, f, cms, term(ascending[i-1]), "stale")
+			mustStale(t, err)
+			var batonStale *baton.StaleRevisionError
+			if !errors.As(err, &batonStale) || batonStale.Highest.String() != r {
+				t.Errorf("refusing %s after %s: %v, want a *baton.StaleRevisionError naming %s", ascending[i-1], r, err, r)
+			}
 		}
 	}
 	if got := get(t, cms).Data["leader"]; got != max128.String() {
@@ -304,8 +318,8 @@ func TestRevisionsCompareAsIntegers(t *testing.T) {
 func TestRecreatedLeaseNewLeaderIsAdmittedByTheDefaultFence(t *testing.T) {
 	// The Lease's fifth holder wrote (token 5). The Lease was deleted and a
 	// member with no history recreated it: token 0, but a higher revision.
-	old := kubefence.Term{Revision: "4100", Token: 5, FieldManager: "old-lease"}
-	recreated := kubefence.Term{Revision: "5200", Token: 0, FieldManager: "recreated-lease"}
+	old := kubefence.Term{Revision: revision("4100"), Token: 5, FieldManager: "old-lease"}
+	recreated := kubefence.Term{Revision: revision("5200"), Token: 0, FieldManager: "recreated-lease"}
 
 	cms := configMaps(t)
 	var byRevision kubefence.Fence
@@ -337,14 +351,10 @@ func TestRecreatedLeaseNewLeaderIsAdmittedByTheDefaultFence(t *testing.T) {
 func TestTermsThatCannotBeFencedAreRefused(t *testing.T) {
 	cms := configMaps(t)
 	var f kubefence.Fence
-	for _, r := range []string{"0", "", "-1", "12a"} {
-		if _, err := write(t, f, cms, term(r), "x"); err == nil {
-			t.Errorf("revision %q admitted", r)
-		} else if r == "0" && !errors.Is(err, kubefence.ErrNoRevision) {
-			t.Errorf("revision 0: %v, want ErrNoRevision", err)
-		}
+	if _, err := write(t, f, cms, term("0"), "x"); !errors.Is(err, kubefence.ErrNoRevision) {
+		t.Errorf("revision 0: %v, want ErrNoRevision", err)
 	}
-	if _, err := write(t, f, cms, kubefence.Term{Revision: "5"}, "x"); err == nil {
+	if _, err := write(t, f, cms, kubefence.Term{Revision: revision("5")}, "x"); err == nil {
 		t.Error("a term without a field manager admitted")
 	}
 	if _, err := cms.Get(ctx(t), "state", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -448,7 +458,7 @@ func TestRacingWritersCommitInTermOrder(t *testing.T) {
 				tm := 1000 + 8*i + rng.IntN(24)
 				cm, err := f.ApplyConfigMap(context.Background(), cms,
 					stateIn(ns, fmt.Sprintf("%d/writer-%d/%d", tm, wr, i)),
-					kubefence.Term{Revision: strconv.Itoa(tm), FieldManager: fmt.Sprintf("writer-%d-term-%d", wr, tm)})
+					kubefence.Term{Revision: revision(strconv.Itoa(tm)), FieldManager: fmt.Sprintf("writer-%d-term-%d", wr, tm)})
 				a := attempt{term: tm}
 				switch {
 				case errors.As(err, &a.stale):
@@ -527,8 +537,13 @@ func TestRacingWritersCommitInTermOrder(t *testing.T) {
 }
 
 func TestTermOfALeadership(t *testing.T) {
-	l := baton.Leadership{FencingToken: 3, FencingRevision: 123456789, Identity: "pod-a_1234"}
-	if got := kubefence.TermOf(l); got != (kubefence.Term{Revision: "123456789", Token: 3, FieldManager: "pod-a_1234"}) {
+	max128 := revision("340282366920938463463374607431768211455")
+	l := baton.Leadership{FencingToken: 3, FencingRevision: max128, Identity: "pod-a_1234"}
+	got := kubefence.TermOf(l)
+	if got != (kubefence.Term{Revision: max128, Token: 3, FieldManager: "pod-a_1234"}) {
 		t.Errorf("TermOf = %+v", got)
+	}
+	if v, err := (kubefence.Fence{}).Value(got); err != nil || v != max128.String() {
+		t.Errorf("Value(%v) = %q, %v; want all 39 digits", got, v, err)
 	}
 }

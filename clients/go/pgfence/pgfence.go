@@ -43,7 +43,6 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"github.com/baton-sidecar/baton/clients/go/baton"
 	"github.com/jackc/pgx/v5"
@@ -52,10 +51,6 @@ import (
 
 // DefaultTable is the fence table's name when Fence.Table is empty.
 const DefaultTable = "baton_fence"
-
-// maxRevisionDigits is the length of 2^128-1 in decimal: resourceVersions
-// are integers of up to 128 bits (KEP-5504).
-const maxRevisionDigits = 39
 
 // Order is what decides which of two terms is the newer.
 type Order int
@@ -82,17 +77,18 @@ func (o Order) String() string {
 }
 
 // ErrNoRevision is the answer of a Fence ordered ByRevision to a term
-// without a fencing revision ("0" or empty): the sidecar did not know one
-// (an older sidecar, or a resourceVersion that is not an integer). Writing
-// with it would be fenced by nothing; fence ByToken on such a cluster.
+// without a fencing revision (0): the sidecar did not know one (a
+// resourceVersion that is not an integer, or beyond an int64 from a sidecar
+// of 0.2.0 or earlier). Writing with it would be fenced by nothing; fence
+// ByToken on such a cluster.
 var ErrNoRevision = errors.New("pgfence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
 
 // Term is what a leader tags its writes with.
 type Term struct {
-	// Revision is the fencing revision in decimal digits (up to 39: 128
-	// bits), as baton.Leadership.FencingRevision or the sidecar's JSON
-	// "fencingRevision" gives it.
-	Revision string
+	// Revision is the fencing revision (baton.Leadership.FencingRevision),
+	// an integer of up to 128 bits; baton.ParseRevision reads the sidecar's
+	// JSON "fencingRevisionDecimal".
+	Revision baton.Revision
 	// Token is the fencing token (baton.Leadership.FencingToken).
 	Token int32
 }
@@ -101,19 +97,19 @@ type Term struct {
 // said this pod leads (RunWhileLeader's, or a Leadership whose IsLeader is
 // true), right before the write.
 func TermOf(l baton.Leadership) Term {
-	return Term{Revision: strconv.FormatInt(l.FencingRevision, 10), Token: l.FencingToken}
+	return Term{Revision: l.FencingRevision, Token: l.FencingToken}
 }
 
 func (t Term) String() string {
-	return fmt.Sprintf("revision %s, token %d", t.Revision, t.Token)
+	return fmt.Sprintf("revision %v, token %d", t.Revision, t.Token)
 }
 
 // StaleError is the refusal of a write whose term is older than one the
 // fence already accepted for Key: the writer is a deposed leader, and its
 // write did not land. Its Unwrap gives the baton package's error for the
 // same refusal (a *baton.StaleTokenError when ordered ByToken, a
-// *baton.StaleRevisionError when ordered ByRevision and both revisions fit
-// an int64), so errors.As with those works as for the in-memory fences.
+// *baton.StaleRevisionError when ordered ByRevision), so errors.As with
+// those works as for the in-memory fences.
 type StaleError struct {
 	Key   string
 	Order Order
@@ -126,17 +122,12 @@ func (e *StaleError) Error() string {
 		e.Key, e.Order, e.Term, e.Highest)
 }
 
-// Unwrap returns the baton package's error for this refusal, or nil.
+// Unwrap returns the baton package's error for this refusal.
 func (e *StaleError) Unwrap() error {
 	if e.Order == ByToken {
 		return &baton.StaleTokenError{Token: e.Term.Token, Highest: e.Highest.Token}
 	}
-	r, err1 := strconv.ParseInt(e.Term.Revision, 10, 64)
-	h, err2 := strconv.ParseInt(e.Highest.Revision, 10, 64)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	return &baton.StaleRevisionError{Revision: r, Highest: h}
+	return &baton.StaleRevisionError{Revision: e.Term.Revision, Highest: e.Highest.Revision}
 }
 
 // Fence fences writes through one fence table. The zero value fences by
@@ -197,7 +188,7 @@ RETURNING f.revision`
 // rolled back; nothing was recorded). An equal term is admitted: the same
 // leader writing again. On success tx holds the fence row's lock until it
 // ends: do the write in tx, then commit. Other errors are PostgreSQL's or
-// the term's (ErrNoRevision, a revision that is not decimal digits).
+// the term's (ErrNoRevision, a negative token).
 //
 // Under REPEATABLE READ or SERIALIZABLE, a term another transaction
 // admitted concurrently fails tx with a serialization failure (SQLSTATE
@@ -222,29 +213,35 @@ func (f Fence) Admit(ctx context.Context, tx pgx.Tx, key string, term Term) erro
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("pgfence: admitting %v for %q: %w", term, key, err)
 	}
-	stale := &StaleError{Key: key, Order: f.Order, Term: term}
-	if err := tx.QueryRow(ctx, "SELECT revision::text, token FROM "+f.table()+" WHERE key = $1", key).
-		Scan(&stale.Highest.Revision, &stale.Highest.Token); err != nil {
+	highest, err := f.held(ctx, tx, key)
+	if err != nil {
 		return fmt.Errorf("pgfence: term %v for %q refused; reading the fence: %w", term, key, err)
 	}
-	return stale
+	return &StaleError{Key: key, Order: f.Order, Term: term, Highest: highest}
 }
 
-// revision returns term's revision as a numeric, checked.
+// revision returns term's revision as a numeric, all of its digits; a
+// term without one is ErrNoRevision when the fence compares revisions.
 func (f Fence) revision(term Term) (pgtype.Numeric, error) {
-	s := term.Revision
-	if s == "" && f.Order == ByToken {
-		s = "0"
-	}
-	if s == "" || len(s) > maxRevisionDigits || strings.TrimLeft(s, "0123456789") != "" {
-		return pgtype.Numeric{}, fmt.Errorf("pgfence: fencing revision %q is not an integer of at most %d decimal digits",
-			term.Revision, maxRevisionDigits)
-	}
-	n, _ := new(big.Int).SetString(s, 10)
-	if n.Sign() == 0 && f.Order == ByRevision {
+	if term.Revision == (baton.Revision{}) && f.Order == ByRevision {
 		return pgtype.Numeric{}, ErrNoRevision
 	}
+	n, _ := new(big.Int).SetString(term.Revision.String(), 10)
 	return pgtype.Numeric{Int: n, Valid: true}, nil
+}
+
+// held reads the term the fence row of key holds (pgx.ErrNoRows when
+// there is none).
+func (f Fence) held(ctx context.Context, db Querier, key string) (Term, error) {
+	var revision string
+	var term Term
+	err := db.QueryRow(ctx, "SELECT revision::text, token FROM "+f.table()+" WHERE key = $1", key).
+		Scan(&revision, &term.Token)
+	if err != nil {
+		return Term{}, err
+	}
+	term.Revision, err = baton.ParseRevision(revision)
+	return term, err
 }
 
 // Write runs write in a transaction on db that first admits term for key,
@@ -263,8 +260,7 @@ func (f Fence) Write(ctx context.Context, db Beginner, key string, term Term, wr
 // Highest returns the term the fence holds for key; ok is false when no
 // write to key was admitted yet.
 func (f Fence) Highest(ctx context.Context, db Querier, key string) (term Term, ok bool, err error) {
-	err = db.QueryRow(ctx, "SELECT revision::text, token FROM "+f.table()+" WHERE key = $1", key).
-		Scan(&term.Revision, &term.Token)
+	term, err = f.held(ctx, db, key)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Term{}, false, nil
 	}

@@ -17,8 +17,8 @@ grpc = pytest.importorskip("grpc")
 
 from google.protobuf import duration_pb2  # noqa: E402
 
-from baton_client import (REQUIRE_LEADER_SLACK, AsyncClient, Client, HttpClient,  # noqa: E402
-                          boottime)
+from baton_client import (REQUIRE_LEADER_SLACK, AsyncClient, BatonError, Client,  # noqa: E402
+                          HttpClient, boottime)
 from baton_client.leadership import from_json, from_proto  # noqa: E402
 from baton_client.v1 import leader_election_pb2 as pb  # noqa: E402
 from baton_client.v1 import leader_election_pb2_grpc as pb_grpc  # noqa: E402
@@ -48,9 +48,10 @@ def duration(seconds):
     return d
 
 
-def leader_msg(valid_for, deadline=True, token=5):
+def leader_msg(valid_for, deadline=True, token=5, revision_decimal=""):
     msg = pb.Leadership(is_leader=True, identity="me", holder_identity="me", fencing_token=token,
-                        fencing_revision=4711, observed=True, valid_for=duration(valid_for))
+                        fencing_revision=4711, fencing_revision_decimal=revision_decimal,
+                        observed=True, valid_for=duration(valid_for))
     if deadline:
         msg.valid_until_boottime.CopyFrom(duration(boottime() + valid_for))
     return msg
@@ -60,11 +61,12 @@ class FakeSidecar(pb_grpc.LeaderElectionServicer):
     """Leads with token 5 until step_down is set, then says it is stepping
     down; an answer is produced, then held for `delay` before it is sent."""
 
-    def __init__(self, journal, valid_for=10.0, delay=0.0, deadline=True):
+    def __init__(self, journal, valid_for=10.0, delay=0.0, deadline=True, revision_decimal=""):
         self.journal = journal
         self.valid_for = valid_for
         self.delay = delay
         self.deadline = deadline
+        self.revision_decimal = revision_decimal  # "": a sidecar 0.2.0 or earlier
         self.step_down = threading.Event()
         self.given = []  # the deadlines of the leader answers, in ns
         self.acked = []  # the deadline each acknowledgement named, in ns (None: none)
@@ -75,7 +77,7 @@ class FakeSidecar(pb_grpc.LeaderElectionServicer):
                            if request.HasField("max_valid_for") else None)
 
     def _answer(self):
-        msg = leader_msg(self.valid_for, self.deadline)
+        msg = leader_msg(self.valid_for, self.deadline, revision_decimal=self.revision_decimal)
         self.given.append(msg.valid_until_boottime.ToNanoseconds())
         time.sleep(self.delay)
         return msg
@@ -172,6 +174,20 @@ def test_a_queued_answer_does_not_over_promise_on_any_grpc_path(sidecar):
         first = next(c.watch(stop))
         assert 0.4 < first.remaining() <= 0.6
         stop.set()
+
+
+def test_grpc_answers_carry_128_bit_revisions_and_malformed_ones_are_refused(sidecar):
+    _, addr = sidecar(revision_decimal=str(2**128 - 1))
+    with Client(addr) as c:
+        assert c.leadership().fencing_revision == 2**128 - 1
+    _, addr = sidecar(revision_decimal="04711")
+    with Client(addr) as c:
+        with pytest.raises(BatonError, match="fencing_revision_decimal"):
+            c.leadership()
+        stop = threading.Event()
+        first = next(c.watch(stop))
+        stop.set()
+        assert isinstance(first.error, BatonError) and not first.is_leader
 
 
 def test_every_question_carries_the_client_id(sidecar):

@@ -132,7 +132,7 @@ def test_revisions_beyond_64_bits_compare_as_integers(db) -> None:
     assert value(conn, data, "k") == str(max128)
     assert fence.highest(conn, "k").revision == max128
     with pytest.raises(ValueError):
-        put(conn, fence, data, "k", "too long", Term(10**39, 99))
+        put(conn, fence, data, "k", "too big", Term(2**128, 99))
 
 
 def test_recreated_lease_new_leader_is_admitted_by_the_default_fence(db) -> None:

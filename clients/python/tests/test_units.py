@@ -40,10 +40,15 @@ def test_revisions_are_fenced_as_integers_and_carried_in_their_own_header():
     fence.admit(1000)  # compared as integers, not as strings
     with pytest.raises(StaleTokenError):
         fence.admit(0)  # "unknown" is refused once a revision was admitted
-    headers = baton_client.revision_headers(2**40)
-    assert baton_client.revision_from_headers(headers) == 2**40
-    with pytest.raises(ValueError):
-        baton_client.revision_from_headers({baton_client.REVISION_HEADER: str(2**63)})
+    fence.admit(2**64)  # revisions are integers of up to 128 bits
+    assert fence.highest == 2**64
+    headers = baton_client.revision_headers(2**128 - 1)
+    assert headers == {baton_client.REVISION_HEADER: str(2**128 - 1)}
+    assert baton_client.revision_from_headers(headers) == 2**128 - 1
+    arabic_indic = "\u0664\u0667"  # digits to str.isdigit(), not ASCII
+    for bad in (str(2**128), "04711", "-1", "+1", "47 ", arabic_indic):
+        with pytest.raises(ValueError):
+            baton_client.revision_from_headers({baton_client.REVISION_HEADER: bad})
 
 
 def test_token_headers_round_trip_and_reject_garbage():

@@ -260,9 +260,10 @@ impl Client {
     }
 
     /// The current state. Fails fast with [`Error::Unavailable`] when no
-    /// sidecar answers (it never waits on the Kubernetes API), and with
+    /// sidecar answers (it never waits on the Kubernetes API), with
     /// [`Error::WrongLease`] when the sidecar serves another Lease than the
-    /// expected one.
+    /// expected one, and with [`Error::Malformed`] for an answer whose
+    /// fencing revision is not one.
     pub async fn leadership(&self) -> Result<Leadership, Error> {
         // The whole promise: this client names itself and acknowledges.
         self.ask(None).await
@@ -280,7 +281,7 @@ impl Client {
             max_valid_for: max_valid_for.and_then(|d| prost_types::Duration::try_from(d).ok()),
         };
         let m = self.call(api.get_leadership(request)).await?;
-        let l = Leadership::from_proto(m, since);
+        let l = Leadership::from_proto(m, since)?;
         self.check_lease(&l)?;
         self.note(&l);
         Ok(l)

@@ -78,9 +78,9 @@ pub enum Error {
     )]
     StaleRevision {
         /// The revision of the refused write.
-        revision: i64,
+        revision: u128,
         /// The highest revision admitted so far.
-        highest: i64,
+        highest: u128,
     },
 
     /// A fencing header that is missing or not a non-negative integer of

@@ -18,9 +18,14 @@ pub fn set_token(headers: &mut HeaderMap, token: i32) {
     headers.insert(TOKEN_HEADER, HeaderValue::from(token));
 }
 
-/// Tags an outgoing HTTP write with a fencing revision ([`REVISION_HEADER`]).
-pub fn set_revision(headers: &mut HeaderMap, revision: i64) {
-    headers.insert(REVISION_HEADER, HeaderValue::from(revision));
+/// Tags an outgoing HTTP write with a fencing revision ([`REVISION_HEADER`]):
+/// its decimal digits.
+pub fn set_revision(headers: &mut HeaderMap, revision: u128) {
+    let digits = HeaderValue::try_from(revision.to_string());
+    headers.insert(
+        REVISION_HEADER,
+        digits.expect("decimal digits are a header value"),
+    );
 }
 
 /// Reads the fencing token [`set_token`] wrote. Fails with
@@ -31,9 +36,9 @@ pub fn token_from_headers(headers: &HeaderMap) -> Result<i32, Error> {
 }
 
 /// Reads the fencing revision [`set_revision`] wrote. Fails with
-/// [`Error::InvalidHeader`] when the header is missing or not a non-negative
-/// 64-bit decimal integer.
-pub fn revision_from_headers(headers: &HeaderMap) -> Result<i64, Error> {
+/// [`Error::InvalidHeader`] when the header is missing or not a revision
+/// (see [`parse_revision`]).
+pub fn revision_from_headers(headers: &HeaderMap) -> Result<u128, Error> {
     parse_revision(header_text(headers, REVISION_HEADER)?)
 }
 
@@ -43,9 +48,28 @@ pub fn parse_token(value: Option<&str>) -> Result<i32, Error> {
     parse_header(TOKEN_HEADER, value)
 }
 
-/// Parses a [`REVISION_HEADER`] value (`None`: the header is missing).
-pub fn parse_revision(value: Option<&str>) -> Result<i64, Error> {
-    parse_header(REVISION_HEADER, value)
+/// Parses a [`REVISION_HEADER`] value (`None`: the header is missing):
+/// decimal digits of an integer up to 2^128-1, with no sign and no leading
+/// zero.
+pub fn parse_revision(value: Option<&str>) -> Result<u128, Error> {
+    value
+        .and_then(decimal_revision)
+        .ok_or_else(|| Error::InvalidHeader {
+            header: REVISION_HEADER,
+            value: value.map(str::to_owned),
+        })
+}
+
+/// A fencing revision written the one way both the revision header and the
+/// sidecar's `fencingRevisionDecimal` write it: decimal digits only, no
+/// sign, no leading zero ("0" itself aside), at most 2^128-1. `None`
+/// otherwise.
+pub(crate) fn decimal_revision(text: &str) -> Option<u128> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (text.len() > 1 && text.starts_with('0')) {
+        return None;
+    }
+    text.parse().ok()
 }
 
 fn header_text<'a>(headers: &'a HeaderMap, name: &'static str) -> Result<Option<&'a str>, Error> {
@@ -142,9 +166,10 @@ impl Fence {
 
 /// [`Fence`] for fencing revisions
 /// ([`Leadership::fencing_revision`](crate::Leadership::fencing_revision),
-/// the resourceVersion of the write that won the term), compared as
-/// integers. Use one kind per store, never both in one fence; `admit` must
-/// be atomic with the write, as for [`Fence`].
+/// the resourceVersion of the write that won the term, an integer of up to
+/// 128 bits held as a `u128`), compared as integers. Use one kind per store,
+/// never both in one fence; `admit` must be atomic with the write, as for
+/// [`Fence`].
 ///
 /// Revisions keep growing even after the Lease is deleted and every sidecar
 /// restarted, because they come from the API server's own counter; that is
@@ -152,7 +177,7 @@ impl Fence {
 /// use [`Fence`]. A revision of 0 means the sidecar knew none: it is refused
 /// once any revision was admitted.
 #[derive(Debug, Default)]
-pub struct RevisionFence(HighWater<i64>);
+pub struct RevisionFence(HighWater<u128>);
 
 impl RevisionFence {
     /// A fence that has admitted nothing yet.
@@ -162,14 +187,14 @@ impl RevisionFence {
 
     /// Accepts `revision` if no higher one was admitted before, and records
     /// it; otherwise fails with [`Error::StaleRevision`] and records nothing.
-    pub fn admit(&self, revision: i64) -> Result<(), Error> {
+    pub fn admit(&self, revision: u128) -> Result<(), Error> {
         self.0
             .admit(revision)
             .map_err(|highest| Error::StaleRevision { revision, highest })
     }
 
     /// The highest admitted revision; `None` before the first.
-    pub fn highest(&self) -> Option<i64> {
+    pub fn highest(&self) -> Option<u128> {
         self.0.get()
     }
 }
@@ -182,9 +207,9 @@ mod tests {
     fn headers_round_trip() {
         let mut h = HeaderMap::new();
         set_token(&mut h, 7);
-        set_revision(&mut h, 9_007_199_254_740_993);
+        set_revision(&mut h, u128::MAX);
         assert_eq!(token_from_headers(&h).unwrap(), 7);
-        assert_eq!(revision_from_headers(&h).unwrap(), 9_007_199_254_740_993);
+        assert_eq!(revision_from_headers(&h).unwrap(), u128::MAX);
         assert!(matches!(
             token_from_headers(&HeaderMap::new()),
             Err(Error::InvalidHeader { value: None, .. })

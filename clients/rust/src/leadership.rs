@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::clock::{self, SHARES_SIDECAR_CLOCK};
 use crate::error::{Error, NotLeader};
+use crate::fence::decimal_revision;
 use crate::v1;
 
 /// What the sidecar reported at one moment.
@@ -32,8 +33,9 @@ pub struct Leadership {
     /// the write that won this term while `is_leader`, otherwise that of the
     /// last observed Lease. It keeps growing across Lease deletion and a
     /// restart of every sidecar, but is comparable only on Kubernetes 1.35 or
-    /// later (see [`RevisionFence`](crate::RevisionFence)). Zero when unknown.
-    pub fencing_revision: i64,
+    /// later (see [`RevisionFence`](crate::RevisionFence)). An integer of up
+    /// to 128 bits (KEP-5504), so a `u128`. Zero when unknown.
+    pub fencing_revision: u128,
     /// The Lease this sidecar campaigns for.
     pub lease_name: String,
     /// The namespace of that Lease.
@@ -163,6 +165,10 @@ impl Leadership {
         };
         let f = JsonFields(&obj);
         let is_leader = f.bool("isLeader", "is_leader")?;
+        let fencing_revision = fencing_revision(
+            &f.string("fencingRevisionDecimal", "fencing_revision_decimal")?,
+            f.int("fencingRevision", "fencing_revision")?,
+        )?;
         let valid_for = f.duration("validFor", "valid_for")?.unwrap_or_default();
         let deadline = f
             .duration("validUntilBoottime", "valid_until_boottime")?
@@ -172,7 +178,7 @@ impl Leadership {
             identity: f.string("identity", "identity")?,
             holder_identity: f.string("holderIdentity", "holder_identity")?,
             fencing_token: f.int("fencingToken", "fencing_token")?,
-            fencing_revision: f.int("fencingRevision", "fencing_revision")?,
+            fencing_revision,
             lease_name: f.string("leaseName", "lease_name")?,
             lease_namespace: f.string("leaseNamespace", "lease_namespace")?,
             lease_uid: f.string("leaseUid", "lease_uid")?,
@@ -187,19 +193,22 @@ impl Leadership {
     }
 
     /// Converts a `baton.v1.Leadership` message; `since` as in
-    /// [`from_json`](Self::from_json).
-    pub fn from_proto(m: v1::Leadership, since: Duration) -> Self {
+    /// [`from_json`](Self::from_json). Fails with [`Error::Malformed`] for a
+    /// `fencing_revision_decimal` that is not decimal digits of at most
+    /// 2^128-1, or a negative `fencing_revision`.
+    pub fn from_proto(m: v1::Leadership, since: Duration) -> Result<Self, Error> {
+        let fencing_revision = fencing_revision(&m.fencing_revision_decimal, m.fencing_revision)?;
         let valid_for = m.valid_for.map(proto_duration).unwrap_or_default();
         let deadline = m
             .valid_until_boottime
             .map(proto_duration)
             .unwrap_or_default();
-        Leadership {
+        Ok(Leadership {
             is_leader: m.is_leader,
             identity: m.identity,
             holder_identity: m.holder_identity,
             fencing_token: m.fencing_token,
-            fencing_revision: m.fencing_revision,
+            fencing_revision,
             lease_name: m.lease_name,
             lease_namespace: m.lease_namespace,
             lease_uid: m.lease_uid,
@@ -210,7 +219,7 @@ impl Leadership {
             stepping_down: m.stepping_down,
             ..Leadership::default()
         }
-        .with_validity(m.is_leader, valid_for, deadline, since)
+        .with_validity(m.is_leader, valid_for, deadline, since))
     }
 
     /// Sets the validity fields: the sidecar's deadline when it sent one,
@@ -273,9 +282,9 @@ impl Leadership {
 pub struct Fencing {
     /// The fencing token ([`Leadership::fencing_token`]).
     pub token: i32,
-    /// The fencing revision ([`Leadership::fencing_revision`]); zero when
-    /// the sidecar knows none.
-    pub revision: i64,
+    /// The fencing revision ([`Leadership::fencing_revision`]), up to 128
+    /// bits; zero when the sidecar knows none.
+    pub revision: u128,
     /// When the guarantee ends, on [`boottime`](crate::boottime).
     pub valid_until_boottime: Duration,
 }
@@ -285,6 +294,22 @@ impl Fencing {
     pub fn remaining(&self) -> Duration {
         self.valid_until_boottime.saturating_sub(clock::boottime())
     }
+}
+
+/// The fencing revision of an answer: `decimal` (`fencingRevisionDecimal`)
+/// unless it is empty, else `int64` (`fencingRevision`, all that a sidecar of
+/// baton 0.2.0 or earlier sends).
+fn fencing_revision(decimal: &str, int64: i64) -> Result<u128, Error> {
+    if decimal.is_empty() {
+        return u128::try_from(int64).map_err(|_| {
+            Error::Malformed(format!("field fencingRevision: negative value {int64}"))
+        });
+    }
+    decimal_revision(decimal).ok_or_else(|| {
+        Error::Malformed(format!(
+            "field fencingRevisionDecimal: {decimal:?} is not a revision of up to 128 bits"
+        ))
+    })
 }
 
 /// A proto Duration as a std Duration; negative values count as zero.
@@ -539,6 +564,26 @@ mod tests {
         ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }
+    }
+
+    /// A revision beyond 64 bits comes in fencing_revision_decimal; without
+    /// it (an older sidecar) a negative int64 is no revision.
+    #[test]
+    fn reads_the_decimal_revision_and_refuses_a_negative_int64() {
+        let decimal = v1::Leadership {
+            fencing_revision_decimal: u128::MAX.to_string(),
+            ..Default::default()
+        };
+        let l = Leadership::from_proto(decimal, Duration::ZERO).unwrap();
+        assert_eq!(l.fencing_revision, u128::MAX);
+        let negative = v1::Leadership {
+            fencing_revision: -1,
+            ..Default::default()
+        };
+        assert!(matches!(
+            Leadership::from_proto(negative, Duration::ZERO),
+            Err(Error::Malformed(_))
+        ));
     }
 
     #[test]

@@ -36,7 +36,9 @@
 //! Step 3 is what makes it safe: step 1 alone cannot stop a write that was
 //! already on its way when leadership ended.
 //! [`Leadership::fencing_revision`] is a second token that survives Lease
-//! deletion on Kubernetes 1.35 or later (see [`RevisionFence`]).
+//! deletion on Kubernetes 1.35 or later (see [`RevisionFence`]): a
+//! resourceVersion, an integer of up to 128 bits (KEP-5504), held as a
+//! `u128`.
 //!
 //! # Validity
 //!

@@ -72,10 +72,11 @@ impl Client {
     ///
     /// When the stream breaks, goes silent (see
     /// [`ClientBuilder::heartbeat_interval`](crate::ClientBuilder::heartbeat_interval)),
-    /// cannot be opened or answers about another Lease, it yields the error
-    /// ([`Error::Unavailable`] when no sidecar answers) and reconnects with
-    /// exponential backoff; the first state after a reconnect is always
-    /// yielded. Every leader message is a promise to this client's id.
+    /// cannot be opened, or answers malformed or about another Lease, it
+    /// yields the error ([`Error::Unavailable`] when no sidecar answers) and
+    /// reconnects with exponential backoff; the first state after a reconnect
+    /// is always yielded. Every leader message is a promise to this client's
+    /// id.
     pub fn watch(&self) -> Watch {
         let state = WatchState::new(self.clone());
         let stream = futures_util::stream::unfold(state, |mut state| async move {
@@ -200,12 +201,14 @@ impl WatchState {
     }
 
     /// Takes in one message: the state to yield if it is news, `None` if
-    /// not; an answer about another Lease fails the stream.
+    /// not; a malformed answer, or one about another Lease, fails the stream.
     fn received(&mut self, m: WatchLeadershipResponse) -> Result<Option<Leadership>, Error> {
-        let mut l = Leadership::from_proto(m.leadership.unwrap_or_default(), boottime());
-        if let Err(e) = self.client.check_lease(&l) {
-            return self.fail(e).map(Some);
-        }
+        let checked = Leadership::from_proto(m.leadership.unwrap_or_default(), boottime())
+            .and_then(|l| self.client.check_lease(&l).map(|()| l));
+        let mut l = match checked {
+            Ok(l) => l,
+            Err(e) => return self.fail(e).map(Some),
+        };
         self.client.note(&l);
         if l.is_leader && l.remaining().is_zero() {
             l = l.expired(); // it lapsed on the way: never yield it as leader

@@ -107,7 +107,7 @@ export class StaleTokenError extends BatonError {
   }
 }
 
-/** A RevisionFence refused a write: a higher revision was admitted before. */
+/** A RevisionFence refused a write: a higher revision (a bigint of up to 128 bits) was admitted before. */
 export class StaleRevisionError extends BatonError {
   constructor(
     readonly revision: bigint,

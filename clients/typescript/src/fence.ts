@@ -10,7 +10,10 @@ export const REVISION_HEADER = "Baton-Fencing-Revision";
 
 const DECIMAL = /^\d+$/;
 const MAX_INT32 = 2 ** 31 - 1;
-const MAX_INT64 = 2n ** 63n - 1n;
+/** The largest fencing revision: a resourceVersion is an integer of up to 128 bits (KEP-5504). */
+const MAX_REVISION = 2n ** 128n - 1n;
+/** A fencing revision's text: decimal digits without sign or leading zero, at most 39 (as 2^128-1 has). */
+const REVISION = /^(?:0|[1-9]\d{0,38})$/;
 
 /** The header value of a fencing token (a non-negative int32). */
 export function formatToken(token: number): string {
@@ -20,10 +23,22 @@ export function formatToken(token: number): string {
   return String(token);
 }
 
-/** The header value of a fencing revision (a non-negative int64). */
+/** The header value of a fencing revision (an integer from 0 to 2^128-1): its decimal digits. */
 export function formatRevision(revision: bigint): string {
-  if (revision < 0n || revision > MAX_INT64) throw new BatonError(`baton: ${revision} is not a fencing revision`);
+  if (revision < 0n || revision > MAX_REVISION) throw new BatonError(`baton: ${revision} is not a fencing revision`);
   return revision.toString();
+}
+
+/**
+ * The fencing revision `text` spells, or undefined unless it is decimal
+ * digits without sign or leading zero (but "0") of at most 2^128-1. The one
+ * rule for revisions as text: parseRevision (headers) and the answer readers
+ * (fencingRevisionDecimal) both use it.
+ */
+export function decimalRevision(text: string): bigint | undefined {
+  if (!REVISION.test(text)) return undefined;
+  const n = BigInt(text);
+  return n <= MAX_REVISION ? n : undefined;
 }
 
 /** Headers as Node (IncomingHttpHeaders), fetch (Headers) or a plain object hold them. */
@@ -48,11 +63,15 @@ export function parseToken(value: string | null | undefined): number {
   return n;
 }
 
-/** Parses a Baton-Fencing-Revision value as parseToken does, into a non-negative int64. */
+/**
+ * Parses a Baton-Fencing-Revision value (`undefined` or `null`: the header
+ * is missing). Throws BatonError unless it is decimal digits without sign or
+ * leading zero of at most 2^128-1 (see decimalRevision).
+ */
 export function parseRevision(value: string | null | undefined): bigint {
   if (value === undefined || value === null) throw new BatonError(`baton: missing ${REVISION_HEADER} header`);
-  const n = DECIMAL.test(value) ? BigInt(value) : -1n;
-  if (n < 0n || n > MAX_INT64) {
+  const n = decimalRevision(value);
+  if (n === undefined) {
     throw new BatonError(`baton: ${REVISION_HEADER} ${JSON.stringify(value)} is not a fencing revision`);
   }
   return n;
@@ -108,12 +127,12 @@ export class Fence {
 }
 
 /**
- * Fence for fencing revisions (Leadership.fencingRevision, compared as
- * integers). Revisions come from the API server's own counter, so they keep
- * growing after the Lease is deleted and every sidecar restarted — on
- * Kubernetes >= 1.35 (KEP-5504); on older servers use Fence. A revision of
- * 0n (unknown) is refused once any revision was admitted. Atomicity as for
- * Fence.
+ * Fence for fencing revisions (Leadership.fencingRevision: bigints from 0n
+ * to 2^128-1, compared as integers). Revisions come from the API server's
+ * own counter, so they keep growing after the Lease is deleted and every
+ * sidecar restarted — on Kubernetes >= 1.35 (KEP-5504); on older servers use
+ * Fence. A revision of 0n (unknown) is refused once any revision was
+ * admitted. Atomicity as for Fence.
  */
 export class RevisionFence {
   #highest: bigint | undefined;

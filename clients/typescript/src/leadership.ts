@@ -6,6 +6,7 @@
 
 import { boottimeMs, sharesSidecarClock } from "./clock.js";
 import { MalformedAnswerError, NotLeaderError } from "./errors.js";
+import { decimalRevision } from "./fence.js";
 import type { Leadership__Output as LeadershipProto } from "./gen/baton/v1/Leadership.js";
 
 /** The fields of a Leadership (see the class). */
@@ -48,7 +49,9 @@ export class Leadership implements LeadershipFields {
    * The second fencing token: the Lease's resourceVersion as written by the
    * write that won this term while isLeader; otherwise that of the last
    * observed Lease. Keeps growing across Lease deletion and a restart of
-   * every sidecar, on Kubernetes >= 1.35 (see RevisionFence). 0n when unknown.
+   * every sidecar, on Kubernetes >= 1.35 (see RevisionFence). An integer of
+   * up to 128 bits (KEP-5504), 0n to 2^128-1: compare it as a bigint. 0n
+   * when unknown.
    */
   readonly fencingRevision: bigint;
   readonly leaseName: string;
@@ -214,6 +217,24 @@ function int64(obj: Json, name: string): bigint {
   return n;
 }
 
+/** `text` as a fencing revision (see decimalRevision); MalformedAnswerError naming `field` otherwise. */
+function revisionText(field: string, text: unknown): bigint {
+  const n = typeof text === "string" ? decimalRevision(text) : undefined;
+  if (n === undefined) throw malformed(field, text);
+  return n;
+}
+
+/**
+ * The fencing revision of an answer: fencingRevisionDecimal when present and
+ * not empty, else the int64 fencingRevision that sidecars 0.2.0 and earlier
+ * send alone.
+ */
+function revision(obj: Json): bigint {
+  const v = obj.fencingRevisionDecimal;
+  if (v === undefined || v === null || v === "") return int64(obj, "fencingRevision");
+  return revisionText("fencingRevisionDecimal", v);
+}
+
 /** A proto3 JSON duration in exact nanoseconds; 0n when absent or negative. */
 function durationNs(obj: Json, name: string): bigint {
   const v = obj[name];
@@ -275,7 +296,7 @@ export function leadershipFromJson(text: string, sinceMs: number, sharesClock = 
     identity: field(o, "identity", "string", ""),
     holderIdentity: field(o, "holderIdentity", "string", ""),
     fencingToken: int32(o, "fencingToken"),
-    fencingRevision: int64(o, "fencingRevision"),
+    fencingRevision: revision(o),
     leaseName: field(o, "leaseName", "string", ""),
     leaseNamespace: field(o, "leaseNamespace", "string", ""),
     leaseUid: field(o, "leaseUid", "string", ""),
@@ -314,7 +335,11 @@ function protoTime(t: ProtoTimestamp | null): Date | null {
   return t ? new Date(Number(t.seconds) * 1000 + Math.trunc(t.nanos / 1e6)) : null;
 }
 
-/** Converts a baton.v1.Leadership as @grpc/proto-loader decodes it; `sinceMs` as in leadershipFromJson. */
+/**
+ * Converts a baton.v1.Leadership as @grpc/proto-loader decodes it; `sinceMs`
+ * as in leadershipFromJson. Throws MalformedAnswerError for a
+ * fencing_revision_decimal that is not a fencing revision.
+ */
 export function leadershipFromProto(
   m: LeadershipProto,
   sinceMs: number,
@@ -326,7 +351,10 @@ export function leadershipFromProto(
     identity: m.identity,
     holderIdentity: m.holderIdentity,
     fencingToken: m.fencingToken,
-    fencingRevision: BigInt(m.fencingRevision),
+    // fencing_revision_decimal is empty only from sidecars 0.2.0 and earlier.
+    fencingRevision: m.fencingRevisionDecimal
+      ? revisionText("fencing_revision_decimal", m.fencingRevisionDecimal)
+      : BigInt(m.fencingRevision),
     leaseName: m.leaseName,
     leaseNamespace: m.leaseNamespace,
     leaseUid: m.leaseUid,

@@ -10,7 +10,7 @@ import * as grpc from "@grpc/grpc-js";
 
 import { Client, packageDefinition } from "../src/client.js";
 import { REQUIRE_LEADER_SLACK_MS } from "../src/elector.js";
-import { BatonError, SidecarUnavailableError } from "../src/errors.js";
+import { BatonError, MalformedAnswerError, SidecarUnavailableError } from "../src/errors.js";
 import type { GetLeadershipRequest__Output } from "../src/gen/baton/v1/GetLeadershipRequest.js";
 
 const raw = (b: Buffer) => b;
@@ -63,6 +63,25 @@ test("a leader answer is converted, and the question names the client", async ()
     assert.ok(l.remainingMs() > 1000 && l.remainingMs() <= 1500);
     const req = service.GetLeadership!.requestDeserialize(lastRequest) as { clientId: string };
     assert.equal(req.clientId, "app-7");
+  } finally {
+    c.close();
+  }
+});
+
+test("a revision of up to 128 bits comes whole from fencingRevisionDecimal; a malformed one fails the call", async () => {
+  const leader = (fencingRevisionDecimal: string) =>
+    service.GetLeadership!.responseSerialize({
+      isLeader: true,
+      fencingRevision: "0",
+      fencingRevisionDecimal,
+      validFor: { seconds: 1, nanos: 0 },
+    });
+  const c = new Client({ addr });
+  try {
+    answer = leader("340282366920938463463374607431768211455");
+    assert.equal((await c.leadership()).fencingRevision, 2n ** 128n - 1n);
+    answer = leader("04711");
+    await assert.rejects(c.leadership(), MalformedAnswerError);
   } finally {
     c.close();
   }

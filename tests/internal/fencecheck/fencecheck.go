@@ -50,7 +50,7 @@ func (i Instant) Sub(j Instant) time.Duration { return time.Duration(i - j) }
 type Term struct {
 	Holder   string
 	Token    int32
-	Revision string // decimal digits, up to 128 bits (pgfence.Term.Revision)
+	Revision string // decimal digits, up to 128 bits (baton.Revision's String)
 }
 
 func (t Term) String() string {

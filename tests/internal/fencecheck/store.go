@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/baton-sidecar/baton/clients/go/baton"
 	"github.com/baton-sidecar/baton/clients/go/pgfence"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -77,7 +78,10 @@ func (s *Store) Write(ctx context.Context, a Attempt, bypass bool) (Verdict, err
 	if bypass {
 		err = pgx.BeginFunc(ctx, s.pool, insert)
 	} else {
-		err = s.fence.Write(ctx, s.pool, a.Key, pgfence.Term{Revision: a.Term.Revision, Token: a.Term.Token}, insert)
+		var revision baton.Revision
+		if revision, err = baton.ParseRevision(a.Term.Revision); err == nil {
+			err = s.fence.Write(ctx, s.pool, a.Key, pgfence.Term{Revision: revision, Token: a.Term.Token}, insert)
+		}
 	}
 	var stale *pgfence.StaleError
 	switch {

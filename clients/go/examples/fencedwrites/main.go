@@ -138,7 +138,7 @@ func runWriter(ctx context.Context, args []string) error {
 	// Returns on SIGTERM once the writes have stopped and the step-down is
 	// acknowledged.
 	err = c.RunWhileLeader(ctx, func(ctx context.Context, l baton.Leadership) error {
-		log.Printf("leading with token %d (revision %d)", l.FencingToken, l.FencingRevision)
+		log.Printf("leading with token %d (revision %v)", l.FencingToken, l.FencingRevision)
 		for {
 			// ctx ends with the term; Fenced also bounds each write by the
 			// guarantee of a fresh answer.

@@ -253,7 +253,7 @@ class Client:
                         self.addr, "the sidecar ended the stream (shutting down)", ENV_GRPC_ADDR)
                 if isinstance(item, grpc.RpcError):
                     raise translate(self.addr, item) from item
-                if isinstance(item, BatonError):  # the sidecar serves another Lease
+                if isinstance(item, BatonError):  # another Lease, or a malformed answer
                     raise item
                 news = tracker.received(item)
                 if news is not None:

@@ -72,8 +72,9 @@ class NotLeaderError(BatonError):
 
 
 class StaleTokenError(BatonError):
-    """A store's Fence refused a write: a higher token was admitted before,
-    so the writer is a deposed leader."""
+    """A store's Fence refused a write: a higher token (or fencing revision,
+    an integer of up to 128 bits) was admitted before, so the writer is a
+    deposed leader."""
 
     def __init__(self, token: int, highest: int) -> None:
         self.token = token

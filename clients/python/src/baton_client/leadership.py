@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable, Iterator, Mapping, Optional
 
 from .errors import BatonError, NotLeaderError
+from .fence import parse_revision
 
 if hasattr(time, "CLOCK_BOOTTIME"):
     def boottime() -> float:
@@ -80,7 +81,9 @@ class Leadership:
     #: the write that won this term while ``is_leader``; otherwise that of the
     #: last observed Lease. Unlike ``fencing_token`` it keeps growing across
     #: Lease deletion and a restart of every sidecar, but it is comparable
-    #: only on Kubernetes >= 1.35 (see baton_client.fence). 0 when unknown.
+    #: only on Kubernetes >= 1.35 (see baton_client.fence). An ``int`` of up
+    #: to 128 bits (KEP-5504), 0 .. 2**128-1: compare it as an integer. 0
+    #: when unknown.
     fencing_revision: int = 0
     lease_name: str = ""
     lease_namespace: str = ""
@@ -231,6 +234,17 @@ def _field(obj: Mapping[str, Any], key: str, kind: type, bits: int = 0) -> Any:
     return value
 
 
+def _revision(obj: Mapping[str, Any]) -> int:
+    """The fencing revision of an answer: ``fencingRevisionDecimal`` when
+    present and not empty (see parse_revision), else the int64
+    ``fencingRevision`` that sidecars 0.2.0 and earlier send alone. Raises
+    ValueError."""
+    decimal = obj.get("fencingRevisionDecimal")
+    if decimal is None or decimal == "":
+        return _field(obj, "fencingRevision", int, bits=64)  # an int64: a JSON string
+    return parse_revision("fencingRevisionDecimal", decimal)
+
+
 def parse_json(text: Any, since: float) -> Leadership:
     """Parses a GET /leader body (str or bytes) with :func:`from_json`.
     Raises BatonError for anything but a JSON object whose fields have the
@@ -257,7 +271,7 @@ def from_json(obj: Mapping[str, Any], since: float) -> Leadership:
         identity=_field(obj, "identity", str),
         holder_identity=_field(obj, "holderIdentity", str),
         fencing_token=_field(obj, "fencingToken", int, bits=32),
-        fencing_revision=_field(obj, "fencingRevision", int, bits=64),  # an int64: a JSON string
+        fencing_revision=_revision(obj),
         lease_name=_field(obj, "leaseName", str),
         lease_namespace=_field(obj, "leaseNamespace", str),
         lease_uid=_field(obj, "leaseUid", str),
@@ -273,8 +287,14 @@ def from_json(obj: Mapping[str, Any], since: float) -> Leadership:
 
 
 def from_proto(msg: Any, since: float) -> Leadership:
-    """Converts a baton.v1.Leadership message; ``since`` as in from_json."""
+    """Converts a baton.v1.Leadership message; ``since`` as in from_json.
+    Raises BatonError for a malformed ``fencing_revision_decimal``."""
     utc = datetime.timezone.utc
+    try:  # the int64 field only from sidecars 0.2.0 and earlier, which leave this empty
+        revision = (parse_revision("fencing_revision_decimal", msg.fencing_revision_decimal)
+                    if msg.fencing_revision_decimal else msg.fencing_revision)
+    except ValueError as e:
+        raise BatonError(f"malformed answer from the sidecar: {e}") from e
     is_leader = msg.is_leader
     valid_for = msg.valid_for.ToTimedelta().total_seconds() if is_leader else 0.0
     return Leadership(
@@ -282,7 +302,7 @@ def from_proto(msg: Any, since: float) -> Leadership:
         identity=msg.identity,
         holder_identity=msg.holder_identity,
         fencing_token=msg.fencing_token,
-        fencing_revision=msg.fencing_revision,
+        fencing_revision=revision,
         lease_name=msg.lease_name,
         lease_namespace=msg.lease_namespace,
         lease_uid=msg.lease_uid,

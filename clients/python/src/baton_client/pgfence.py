@@ -42,7 +42,8 @@ Lease is deleted and recreated by a member with no history (its
 leaseTransitions, the fencing token, start again at 0). It is comparable on
 Kubernetes 1.35 or later (KEP-5504) and is the default, ``order="revision"``;
 the token is stored beside it. On older servers use ``order="token"``. One
-order per table.
+order per table. A revision is an ``int`` of up to 128 bits (KEP-5504);
+psycopg sends it whole, and ``numeric(39, 0)`` holds and compares every one.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ import psycopg
 from psycopg import sql
 
 from .errors import BatonError, StaleTokenError
+from .fence import MAX_REVISION
 
 if TYPE_CHECKING:
     from .leadership import Leadership
@@ -62,8 +64,6 @@ __all__ = ["DEFAULT_TABLE", "Fence", "NoRevisionError", "StaleFenceError", "Term
 #: The fence table's name unless Fence is given another.
 DEFAULT_TABLE = "baton_fence"
 
-#: resourceVersions are integers of up to 128 bits (KEP-5504): 39 digits.
-_MAX_REVISION = 10**39 - 1
 _MAX_TOKEN = 2**31 - 1
 
 T = TypeVar("T")
@@ -212,7 +212,7 @@ class Fence:
 
     def _check(self, term: Term) -> None:
         revision, token = term
-        for name, v, top in (("revision", revision, _MAX_REVISION), ("token", token, _MAX_TOKEN)):
+        for name, v, top in (("revision", revision, MAX_REVISION), ("token", token, _MAX_TOKEN)):
             if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= top:
                 raise ValueError(f"fencing {name} {v!r} is not an integer in [0, {top}]")
         if self.order == "revision" and revision == 0:

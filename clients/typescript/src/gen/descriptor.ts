@@ -70,6 +70,10 @@ export const descriptor = {
                 "validUntilBoottime": {
                   "type": "google.protobuf.Duration",
                   "id": 15
+                },
+                "fencingRevisionDecimal": {
+                  "type": "string",
+                  "id": 16
                 }
               }
             },

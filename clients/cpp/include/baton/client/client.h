@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/numeric/int128.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -81,8 +82,9 @@ struct Leadership {
   // write that won this term while is_leader; otherwise that of the last
   // observed Lease. Unlike fencing_token it keeps growing across Lease
   // deletion and a restart of every sidecar, but it is comparable only on
-  // Kubernetes >= 1.35 (see fence.h). 0 when unknown.
-  int64_t fencing_revision = 0;
+  // Kubernetes >= 1.35 (see fence.h). An integer of up to 128 bits
+  // (KEP-5504); FormatRevision writes its digits. 0 when unknown.
+  absl::uint128 fencing_revision = 0;
   std::string lease_name;
   std::string lease_namespace;
   // metadata.uid of the Lease; changes when it is deleted and recreated.
@@ -186,7 +188,10 @@ inline constexpr absl::Duration kRequireLeaderSlack = absl::Seconds(1);
 // applications that read the sidecar's HTTP API themselves. Its validity
 // counts from now if the sidecar sent no deadline of its own. Unknown fields
 // are ignored; kInvalidArgument for anything but a JSON object with fields of
-// the right types.
+// the right types and a fencing revision (fencingRevisionDecimal: decimal
+// digits of at most 2^128-1 without leading zeros, or from a sidecar of baton
+// 0.2.0 or earlier, which sends only the int64 fencingRevision, one that is
+// not negative).
 absl::StatusOr<Leadership> ParseLeadershipJson(absl::string_view body);
 
 // True for RequireLeader's "this pod must not write" answer.
@@ -213,8 +218,9 @@ class Watch {
   // sidecar), returns that state with is_leader false.
   //
   // kUnavailable when the stream broke, went silent or could not be opened,
-  // IsWrongLease when the sidecar serves another Lease than the expected one:
-  // act as a follower; the next call reconnects after a backoff delay.
+  // IsWrongLease when the sidecar serves another Lease than the expected one,
+  // kInvalidArgument for a malformed answer (as ParseLeadershipJson): act as
+  // a follower; the next call reconnects after a backoff delay.
   // kDeadlineExceeded after `timeout` without news; kCancelled once Cancel()
   // was called.
   absl::StatusOr<Leadership> Next(absl::Duration timeout = absl::InfiniteDuration());
@@ -270,7 +276,8 @@ class Client {
   const std::string& client_id() const;
 
   // The current state. kUnavailable (fast) when no sidecar answers;
-  // IsWrongLease when it serves another Lease than the expected one.
+  // IsWrongLease when it serves another Lease than the expected one;
+  // kInvalidArgument for a malformed answer (as ParseLeadershipJson).
   absl::StatusOr<Leadership> GetLeadership() const;
 
   // Whether this pod leads right now; an error means "treat as follower".

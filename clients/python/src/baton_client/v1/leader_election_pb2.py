@@ -26,7 +26,7 @@ from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62\x61ton/v1/leader_election.proto\x12\x08\x62\x61ton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe0\x03\n\nLeadership\x12\x11\n\tis_leader\x18\x01 \x01(\x08\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x17\n\x0fholder_identity\x18\x03 \x01(\t\x12\x15\n\rfencing_token\x18\x04 \x01(\x05\x12\x12\n\nlease_name\x18\x05 \x01(\t\x12\x17\n\x0flease_namespace\x18\x06 \x01(\t\x12\x11\n\tlease_uid\x18\x07 \x01(\t\x12\x30\n\x0c\x61\x63quire_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrenew_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\tvalid_for\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0elease_duration\x18\x0b \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08observed\x18\x0c \x01(\x08\x12\x15\n\rstepping_down\x18\r \x01(\x08\x12\x18\n\x10\x66\x65ncing_revision\x18\x0e \x01(\x03\x12\x37\n\x14valid_until_boottime\x18\x0f \x01(\x0b\x32\x19.google.protobuf.Duration\"[\n\x14GetLeadershipRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x30\n\rmax_valid_for\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x94\x01\n\x16WatchLeadershipRequest\x12\x35\n\x12heartbeat_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x30\n\rmax_valid_for\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xd6\x01\n\x17WatchLeadershipResponse\x12\x36\n\x05\x65vent\x18\x01 \x01(\x0e\x32\'.baton.v1.WatchLeadershipResponse.Event\x12(\n\nleadership\x18\x02 \x01(\x0b\x32\x14.baton.v1.Leadership\"Y\n\x05\x45vent\x12\x15\n\x11\x45VENT_UNSPECIFIED\x10\x00\x12\x11\n\rEVENT_INITIAL\x10\x01\x12\x11\n\rEVENT_CHANGED\x10\x02\x12\x13\n\x0f\x45VENT_HEARTBEAT\x10\x03\"\x0f\n\rResignRequest\"N\n\x0eResignResponse\x12\x12\n\nwas_leader\x18\x01 \x01(\x08\x12(\n\nleadership\x18\x02 \x01(\x0b\x32\x14.baton.v1.Leadership\"\x7f\n\x1a\x41\x63knowledgeStepDownRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x05\x12\x37\n\x14valid_until_boottime\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"3\n\x1b\x41\x63knowledgeStepDownResponse\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x08\x32\xd2\x02\n\x0eLeaderElection\x12\x45\n\rGetLeadership\x12\x1e.baton.v1.GetLeadershipRequest\x1a\x14.baton.v1.Leadership\x12X\n\x0fWatchLeadership\x12 .baton.v1.WatchLeadershipRequest\x1a!.baton.v1.WatchLeadershipResponse0\x01\x12;\n\x06Resign\x12\x17.baton.v1.ResignRequest\x1a\x18.baton.v1.ResignResponse\x12\x62\n\x13\x41\x63knowledgeStepDown\x12$.baton.v1.AcknowledgeStepDownRequest\x1a%.baton.v1.AcknowledgeStepDownResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x62\x61ton/v1/leader_election.proto\x12\x08\x62\x61ton.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x82\x04\n\nLeadership\x12\x11\n\tis_leader\x18\x01 \x01(\x08\x12\x10\n\x08identity\x18\x02 \x01(\t\x12\x17\n\x0fholder_identity\x18\x03 \x01(\t\x12\x15\n\rfencing_token\x18\x04 \x01(\x05\x12\x12\n\nlease_name\x18\x05 \x01(\t\x12\x17\n\x0flease_namespace\x18\x06 \x01(\t\x12\x11\n\tlease_uid\x18\x07 \x01(\t\x12\x30\n\x0c\x61\x63quire_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nrenew_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12,\n\tvalid_for\x18\n \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x31\n\x0elease_duration\x18\x0b \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x10\n\x08observed\x18\x0c \x01(\x08\x12\x15\n\rstepping_down\x18\r \x01(\x08\x12\x18\n\x10\x66\x65ncing_revision\x18\x0e \x01(\x03\x12\x37\n\x14valid_until_boottime\x18\x0f \x01(\x0b\x32\x19.google.protobuf.Duration\x12 \n\x18\x66\x65ncing_revision_decimal\x18\x10 \x01(\t\"[\n\x14GetLeadershipRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x30\n\rmax_valid_for\x18\x02 \x01(\x0b\x32\x19.google.protobuf.Duration\"\x94\x01\n\x16WatchLeadershipRequest\x12\x35\n\x12heartbeat_interval\x18\x01 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x11\n\tclient_id\x18\x02 \x01(\t\x12\x30\n\rmax_valid_for\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"\xd6\x01\n\x17WatchLeadershipResponse\x12\x36\n\x05\x65vent\x18\x01 \x01(\x0e\x32\'.baton.v1.WatchLeadershipResponse.Event\x12(\n\nleadership\x18\x02 \x01(\x0b\x32\x14.baton.v1.Leadership\"Y\n\x05\x45vent\x12\x15\n\x11\x45VENT_UNSPECIFIED\x10\x00\x12\x11\n\rEVENT_INITIAL\x10\x01\x12\x11\n\rEVENT_CHANGED\x10\x02\x12\x13\n\x0f\x45VENT_HEARTBEAT\x10\x03\"\x0f\n\rResignRequest\"N\n\x0eResignResponse\x12\x12\n\nwas_leader\x18\x01 \x01(\x08\x12(\n\nleadership\x18\x02 \x01(\x0b\x32\x14.baton.v1.Leadership\"\x7f\n\x1a\x41\x63knowledgeStepDownRequest\x12\x11\n\tclient_id\x18\x01 \x01(\t\x12\x15\n\rfencing_token\x18\x02 \x01(\x05\x12\x37\n\x14valid_until_boottime\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\"3\n\x1b\x41\x63knowledgeStepDownResponse\x12\x14\n\x0c\x61\x63knowledged\x18\x01 \x01(\x08\x32\xd2\x02\n\x0eLeaderElection\x12\x45\n\rGetLeadership\x12\x1e.baton.v1.GetLeadershipRequest\x1a\x14.baton.v1.Leadership\x12X\n\x0fWatchLeadership\x12 .baton.v1.WatchLeadershipRequest\x1a!.baton.v1.WatchLeadershipResponse0\x01\x12;\n\x06Resign\x12\x17.baton.v1.ResignRequest\x1a\x18.baton.v1.ResignResponse\x12\x62\n\x13\x41\x63knowledgeStepDown\x12$.baton.v1.AcknowledgeStepDownRequest\x1a%.baton.v1.AcknowledgeStepDownResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,23 +34,23 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'baton.v1.leader_election_pb
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_LEADERSHIP']._serialized_start=110
-  _globals['_LEADERSHIP']._serialized_end=590
-  _globals['_GETLEADERSHIPREQUEST']._serialized_start=592
-  _globals['_GETLEADERSHIPREQUEST']._serialized_end=683
-  _globals['_WATCHLEADERSHIPREQUEST']._serialized_start=686
-  _globals['_WATCHLEADERSHIPREQUEST']._serialized_end=834
-  _globals['_WATCHLEADERSHIPRESPONSE']._serialized_start=837
-  _globals['_WATCHLEADERSHIPRESPONSE']._serialized_end=1051
-  _globals['_WATCHLEADERSHIPRESPONSE_EVENT']._serialized_start=962
-  _globals['_WATCHLEADERSHIPRESPONSE_EVENT']._serialized_end=1051
-  _globals['_RESIGNREQUEST']._serialized_start=1053
-  _globals['_RESIGNREQUEST']._serialized_end=1068
-  _globals['_RESIGNRESPONSE']._serialized_start=1070
-  _globals['_RESIGNRESPONSE']._serialized_end=1148
-  _globals['_ACKNOWLEDGESTEPDOWNREQUEST']._serialized_start=1150
-  _globals['_ACKNOWLEDGESTEPDOWNREQUEST']._serialized_end=1277
-  _globals['_ACKNOWLEDGESTEPDOWNRESPONSE']._serialized_start=1279
-  _globals['_ACKNOWLEDGESTEPDOWNRESPONSE']._serialized_end=1330
-  _globals['_LEADERELECTION']._serialized_start=1333
-  _globals['_LEADERELECTION']._serialized_end=1671
+  _globals['_LEADERSHIP']._serialized_end=624
+  _globals['_GETLEADERSHIPREQUEST']._serialized_start=626
+  _globals['_GETLEADERSHIPREQUEST']._serialized_end=717
+  _globals['_WATCHLEADERSHIPREQUEST']._serialized_start=720
+  _globals['_WATCHLEADERSHIPREQUEST']._serialized_end=868
+  _globals['_WATCHLEADERSHIPRESPONSE']._serialized_start=871
+  _globals['_WATCHLEADERSHIPRESPONSE']._serialized_end=1085
+  _globals['_WATCHLEADERSHIPRESPONSE_EVENT']._serialized_start=996
+  _globals['_WATCHLEADERSHIPRESPONSE_EVENT']._serialized_end=1085
+  _globals['_RESIGNREQUEST']._serialized_start=1087
+  _globals['_RESIGNREQUEST']._serialized_end=1102
+  _globals['_RESIGNRESPONSE']._serialized_start=1104
+  _globals['_RESIGNRESPONSE']._serialized_end=1182
+  _globals['_ACKNOWLEDGESTEPDOWNREQUEST']._serialized_start=1184
+  _globals['_ACKNOWLEDGESTEPDOWNREQUEST']._serialized_end=1311
+  _globals['_ACKNOWLEDGESTEPDOWNRESPONSE']._serialized_start=1313
+  _globals['_ACKNOWLEDGESTEPDOWNRESPONSE']._serialized_end=1364
+  _globals['_LEADERELECTION']._serialized_start=1367
+  _globals['_LEADERELECTION']._serialized_end=1705
 # @@protoc_insertion_point(module_scope)

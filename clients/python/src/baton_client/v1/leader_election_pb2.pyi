@@ -11,7 +11,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Leadership(_message.Message):
-    __slots__ = ("is_leader", "identity", "holder_identity", "fencing_token", "lease_name", "lease_namespace", "lease_uid", "acquire_time", "renew_time", "valid_for", "lease_duration", "observed", "stepping_down", "fencing_revision", "valid_until_boottime")
+    __slots__ = ("is_leader", "identity", "holder_identity", "fencing_token", "lease_name", "lease_namespace", "lease_uid", "acquire_time", "renew_time", "valid_for", "lease_duration", "observed", "stepping_down", "fencing_revision", "valid_until_boottime", "fencing_revision_decimal")
     IS_LEADER_FIELD_NUMBER: _ClassVar[int]
     IDENTITY_FIELD_NUMBER: _ClassVar[int]
     HOLDER_IDENTITY_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +27,7 @@ class Leadership(_message.Message):
     STEPPING_DOWN_FIELD_NUMBER: _ClassVar[int]
     FENCING_REVISION_FIELD_NUMBER: _ClassVar[int]
     VALID_UNTIL_BOOTTIME_FIELD_NUMBER: _ClassVar[int]
+    FENCING_REVISION_DECIMAL_FIELD_NUMBER: _ClassVar[int]
     is_leader: bool
     identity: str
     holder_identity: str
@@ -42,7 +43,8 @@ class Leadership(_message.Message):
     stepping_down: bool
     fencing_revision: int
     valid_until_boottime: _duration_pb2.Duration
-    def __init__(self, is_leader: _Optional[bool] = ..., identity: _Optional[str] = ..., holder_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_name: _Optional[str] = ..., lease_namespace: _Optional[str] = ..., lease_uid: _Optional[str] = ..., acquire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., renew_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., observed: _Optional[bool] = ..., stepping_down: _Optional[bool] = ..., fencing_revision: _Optional[int] = ..., valid_until_boottime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ...) -> None: ...
+    fencing_revision_decimal: str
+    def __init__(self, is_leader: _Optional[bool] = ..., identity: _Optional[str] = ..., holder_identity: _Optional[str] = ..., fencing_token: _Optional[int] = ..., lease_name: _Optional[str] = ..., lease_namespace: _Optional[str] = ..., lease_uid: _Optional[str] = ..., acquire_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., renew_time: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_for: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., lease_duration: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., observed: _Optional[bool] = ..., stepping_down: _Optional[bool] = ..., fencing_revision: _Optional[int] = ..., valid_until_boottime: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., fencing_revision_decimal: _Optional[str] = ...) -> None: ...
 
 class GetLeadershipRequest(_message.Message):
     __slots__ = ("client_id", "max_valid_for")

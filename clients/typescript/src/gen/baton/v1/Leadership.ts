@@ -92,8 +92,10 @@ export interface Leadership {
    * integers, so this keeps growing across terms even after the Lease is
    * deleted and every sidecar restarted, which leaseTransitions cannot.
    * Zero when unknown (not read yet, or a resourceVersion that is not a
-   * decimal integer). Prints as a JSON string ("fencingRevision": "4711"), as
-   * proto3 JSON does for every int64: compare it as an integer.
+   * decimal integer), and when the value does not fit an int64 (KEP-5504
+   * allows 128 bits): fencing_revision_decimal carries every value. Prints as
+   * a JSON string ("fencingRevision": "4711"), as proto3 JSON does for every
+   * int64: compare it as an integer.
    */
   'fencingRevision'?: (number | string | Long);
   /**
@@ -105,6 +107,16 @@ export interface Leadership {
    * is_leader is false.
    */
   'validUntilBoottime'?: (_google_protobuf_Duration | null);
+  /**
+   * The fencing revision in decimal digits, whatever its size: a
+   * resourceVersion is an integer of up to 128 bits (KEP-5504), so up to 39
+   * digits, without a sign or leading zeros. The same value as
+   * fencing_revision wherever that fits an int64; "0" when unknown. Compare
+   * two of them as integers: the longer is the greater, and of two as long,
+   * the first digit that differs decides. Empty only from a sidecar older
+   * than this field (0.2.0 and earlier): read fencing_revision then.
+   */
+  'fencingRevisionDecimal'?: (string);
 }
 
 /**
@@ -195,8 +207,10 @@ export interface Leadership__Output {
    * integers, so this keeps growing across terms even after the Lease is
    * deleted and every sidecar restarted, which leaseTransitions cannot.
    * Zero when unknown (not read yet, or a resourceVersion that is not a
-   * decimal integer). Prints as a JSON string ("fencingRevision": "4711"), as
-   * proto3 JSON does for every int64: compare it as an integer.
+   * decimal integer), and when the value does not fit an int64 (KEP-5504
+   * allows 128 bits): fencing_revision_decimal carries every value. Prints as
+   * a JSON string ("fencingRevision": "4711"), as proto3 JSON does for every
+   * int64: compare it as an integer.
    */
   'fencingRevision': (string);
   /**
@@ -208,4 +222,14 @@ export interface Leadership__Output {
    * is_leader is false.
    */
   'validUntilBoottime': (_google_protobuf_Duration__Output | null);
+  /**
+   * The fencing revision in decimal digits, whatever its size: a
+   * resourceVersion is an integer of up to 128 bits (KEP-5504), so up to 39
+   * digits, without a sign or leading zeros. The same value as
+   * fencing_revision wherever that fits an int64; "0" when unknown. Compare
+   * two of them as integers: the longer is the greater, and of two as long,
+   * the first digit that differs decides. Empty only from a sidecar older
+   * than this field (0.2.0 and earlier): read fencing_revision then.
+   */
+  'fencingRevisionDecimal': (string);
 }

@@ -11,6 +11,7 @@ import com.google.protobuf.Descriptors.FieldDescriptor;
 import com.google.protobuf.util.JsonFormat;
 import java.io.IOException;
 import java.io.StringReader;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
@@ -28,9 +29,10 @@ import java.util.Optional;
  * @param fencingToken the token to tag writes with while {@code isLeader} (the Lease's
  *     leaseTransitions at this holder's acquisition); otherwise the last observed leaseTransitions
  * @param fencingRevision the second fencing token: the Lease's resourceVersion as written by the
- *     write that won this term while {@code isLeader}, otherwise that of the last observed Lease.
- *     It keeps growing across Lease deletion and a restart of every sidecar, but is comparable only
- *     on Kubernetes 1.35 or later (see {@link RevisionFence}); 0 when unknown
+ *     write that won this term while {@code isLeader}, otherwise that of the last observed Lease;
+ *     an integer from 0 to 2<sup>128</sup>-1 (KEP-5504), compared as an integer. It keeps growing
+ *     across Lease deletion and a restart of every sidecar, but is comparable only on Kubernetes
+ *     1.35 or later (see {@link RevisionFence}); 0 when unknown
  * @param leaseName the Lease's name
  * @param leaseNamespace the Lease's namespace
  * @param leaseUid the Lease's metadata.uid; changes when it is deleted and recreated
@@ -52,7 +54,7 @@ public record Leadership(
     String identity,
     String holderIdentity,
     int fencingToken,
-    long fencingRevision,
+    BigInteger fencingRevision,
     String leaseName,
     String leaseNamespace,
     String leaseUid,
@@ -65,12 +67,14 @@ public record Leadership(
     boolean steppingDown) {
 
   /** Not leader, nothing known. */
-  public static final Leadership NONE = new Leadership(false, "", "", 0, 0, "", "", "",
-      Optional.empty(), Optional.empty(), Duration.ZERO, Duration.ZERO, Duration.ZERO, false, false);
+  public static final Leadership NONE = new Leadership(false, "", "", 0, BigInteger.ZERO,
+      "", "", "", Optional.empty(), Optional.empty(), Duration.ZERO, Duration.ZERO, Duration.ZERO,
+      false, false);
 
   public Leadership {
     Objects.requireNonNull(identity);
     Objects.requireNonNull(holderIdentity);
+    Objects.requireNonNull(fencingRevision);
     Objects.requireNonNull(leaseName);
     Objects.requireNonNull(leaseNamespace);
     Objects.requireNonNull(leaseUid);
@@ -198,6 +202,8 @@ public record Leadership(
    * Converts a baton.v1.Leadership message. {@code since} is when its validity starts counting if
    * the sidecar sent no deadline of its own (or its clock is not this one, see {@link
    * Boottime#sharesSidecarClock()}).
+   *
+   * @throws BatonException if its fencing revision is malformed (never turned into a leader)
    */
   static Leadership fromProto(LeaderElectionOuterClass.Leadership m, Duration since) {
     boolean leader = m.getIsLeader();
@@ -214,7 +220,7 @@ public record Leadership(
         m.getIdentity(),
         m.getHolderIdentity(),
         m.getFencingToken(),
-        m.getFencingRevision(),
+        fencingRevision(m),
         m.getLeaseName(),
         m.getLeaseNamespace(),
         m.getLeaseUid(),
@@ -225,6 +231,26 @@ public record Leadership(
         duration(m.getLeaseDuration()),
         m.getObserved(),
         m.getSteppingDown());
+  }
+
+  /**
+   * The fencing revision of {@code m}: fencing_revision_decimal where the sidecar sent it (every
+   * size, up to 2<sup>128</sup>-1), else the int64 fencing_revision of a sidecar older than that
+   * field (0.2.0 and earlier).
+   *
+   * @throws BatonException if fencing_revision_decimal is sent but not a revision
+   */
+  private static BigInteger fencingRevision(LeaderElectionOuterClass.Leadership m) {
+    String decimal = m.getFencingRevisionDecimal();
+    if (decimal.isEmpty()) {
+      return BigInteger.valueOf(m.getFencingRevision());
+    }
+    BigInteger revision = Revisions.parse(decimal);
+    if (revision == null) {
+      throw new BatonException("baton: not a Leadership answer: fencing_revision_decimal \""
+          + decimal + "\" is not a revision");
+    }
+    return revision;
   }
 
   /**

@@ -1,5 +1,7 @@
 package io.github.batonsidecar.baton;
 
+import java.math.BigInteger;
+
 /**
  * A {@link RevisionFence}'s refusal of a write from a deposed leader: a higher revision was
  * admitted.
@@ -7,10 +9,10 @@ package io.github.batonsidecar.baton;
 public final class StaleRevisionException extends BatonException {
   private static final long serialVersionUID = 1L;
 
-  private final long revision;
-  private final long highest;
+  private final BigInteger revision;
+  private final BigInteger highest;
 
-  StaleRevisionException(long revision, long highest) {
+  StaleRevisionException(BigInteger revision, BigInteger highest) {
     super("baton: stale fencing revision " + revision + ": a write with revision " + highest
         + " was already accepted");
     this.revision = revision;
@@ -18,12 +20,12 @@ public final class StaleRevisionException extends BatonException {
   }
 
   /** The refused revision. */
-  public long revision() {
+  public BigInteger revision() {
     return revision;
   }
 
   /** The highest revision the fence has admitted. */
-  public long highest() {
+  public BigInteger highest() {
     return highest;
   }
 }

@@ -141,8 +141,14 @@ final class WatchLoop implements Watch {
         new StreamObserver<>() {
           @Override
           public void onNext(WatchLeadershipResponse m) {
-            // Counted from arrival if the sidecar sends no deadline of its own.
-            Leadership l = Leadership.fromProto(m.getLeadership(), Boottime.floor());
+            Leadership l;
+            try {
+              // Counted from arrival if the sidecar sends no deadline of its own.
+              l = Leadership.fromProto(m.getLeadership(), Boottime.floor());
+            } catch (BatonException malformed) {
+              post(gen, () -> failed(malformed));
+              return;
+            }
             post(gen, () -> received(l));
           }
 

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import io.grpc.stub.ServerCallStreamObserver;
+import java.math.BigInteger;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -44,9 +45,9 @@ class BatonClientTest {
   }
 
   private static String manager(String identity) {
-    return new Leadership(false, identity, "", 0, 0, "", "", "", java.util.Optional.empty(),
-        java.util.Optional.empty(), Duration.ZERO, Duration.ZERO, Duration.ZERO, false, false)
-        .fieldManager();
+    return new Leadership(false, identity, "", 0, BigInteger.ZERO, "", "", "",
+        java.util.Optional.empty(), java.util.Optional.empty(), Duration.ZERO, Duration.ZERO,
+        Duration.ZERO, false, false).fieldManager();
   }
 
   @Test
@@ -100,6 +101,25 @@ class BatonClientTest {
           () -> c.requireLeader(Duration.ZERO));
       assertEquals("baton: not leader: the Lease is held by other", follower.getMessage());
       assertEquals(Duration.ZERO, follower.leadership().validUntilBoottime());
+    }
+  }
+
+  @Test
+  void revisionsOfEverySizeUpTo128BitsAreReadAndOthersRefused() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      String max = "340282366920938463463374607431768211455";
+      fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(5)).toBuilder()
+          .setFencingRevisionDecimal(max).build();
+      assertEquals(new BigInteger(max), c.leadership().fencingRevision());
+      // From a sidecar of 0.2.0 or earlier: the int64 alone.
+      fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(5)).toBuilder()
+          .setFencingRevision(4711).build();
+      assertEquals(BigInteger.valueOf(4711), c.leadership().fencingRevision());
+      fake.answer = FakeSidecar.leader(9, Duration.ofSeconds(5)).toBuilder()
+          .setFencingRevision(4711).setFencingRevisionDecimal("04711").build();
+      BatonException e = assertThrows(BatonException.class, c::leadership);
+      assertTrue(!(e instanceof SidecarUnavailableException), e.toString());
+      assertThrows(BatonException.class, () -> c.requireLeader(Duration.ZERO));
     }
   }
 

@@ -8,6 +8,7 @@ import baton.v1.LeaderElectionOuterClass;
 import baton.v1.LeaderElectionOuterClass.WatchLeadershipResponse;
 import io.grpc.Status;
 import io.grpc.stub.StreamObserver;
+import java.math.BigInteger;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -81,6 +82,24 @@ class WatchTest {
         assertTrue(e.error() instanceof SidecarUnavailableException, e.toString());
         fake.nextStream().onNext(FakeSidecar.event(FakeSidecar.leader(1, Duration.ofSeconds(9))));
         r.await(Recorder.Event::leads, Duration.ofSeconds(2), "leader");
+      }
+    }
+  }
+
+  @Test
+  void malformedRevisionIsReportedAndTheStreamReopened() throws Exception {
+    try (FakeSidecar fake = new FakeSidecar(); BatonClient c = fake.client().build()) {
+      Recorder r = new Recorder();
+      try (Watch w = c.watch(r)) {
+        fake.nextStream().onNext(FakeSidecar.event(FakeSidecar.leader(1, Duration.ofSeconds(9))
+            .toBuilder().setFencingRevisionDecimal("-4711").build()));
+        Recorder.Event e = r.await(ev -> ev.error() != null, Duration.ofSeconds(2), "error");
+        assertFalse(e.error() instanceof SidecarUnavailableException, e.toString());
+        assertTrue(r.all().stream().noneMatch(ev -> ev.state() != null));
+        fake.nextStream().onNext(FakeSidecar.event(FakeSidecar.leader(1, Duration.ofSeconds(9))
+            .toBuilder().setFencingRevisionDecimal("18446744073709551616").build()));
+        Recorder.Event led = r.await(Recorder.Event::leads, Duration.ofSeconds(2), "leader");
+        assertEquals(new BigInteger("18446744073709551616"), led.state().fencingRevision());
       }
     }
   }
