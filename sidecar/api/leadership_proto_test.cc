@@ -1,5 +1,9 @@
 #include "sidecar/api/leadership_proto.h"
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "boost/json/parse.hpp"
 #include "boost/json/value.hpp"
 #include "google/protobuf/util/time_util.h"
@@ -46,32 +50,24 @@ TEST(LeadershipProtoTest, LeaderHasEveryField) {
   EXPECT_FALSE(m.stepping_down());
 }
 
-TEST(LeadershipProtoTest, FencingRevisionComesFromTheSnapshot) {
-  FakeClock clock;
-  Leadership l = Leading(clock, 7);
-  l.fencing_revision = ResourceVersion::Parse("4711");
-  v1::Leadership m;
-  ToProto(l, clock.Monotonic(), &m);
-  EXPECT_EQ(m.fencing_revision(), 4711);
-  EXPECT_EQ(m.fencing_revision_decimal(), "4711");
-}
-
-TEST(LeadershipProtoTest, ARevisionBeyondInt64IsWholeOnlyInTheDecimalField) {
-  FakeClock clock;
-  Leadership l = Leading(clock, 7);
-  l.fencing_revision = ResourceVersion::Parse("340282366920938463463374607431768211455");
-  v1::Leadership m;
-  ToProto(l, clock.Monotonic(), &m);
-  EXPECT_EQ(m.fencing_revision(), 0);
-  EXPECT_EQ(m.fencing_revision_decimal(), "340282366920938463463374607431768211455");
-}
-
-TEST(LeadershipProtoTest, AnUnknownRevisionIsZeroInBothFields) {
-  FakeClock clock;
-  v1::Leadership m;
-  ToProto(Leading(clock, 7), clock.Monotonic(), &m);
-  EXPECT_EQ(m.fencing_revision(), 0);
-  EXPECT_EQ(m.fencing_revision_decimal(), "0");
+TEST(LeadershipProtoTest, FencingRevisionIsWholeInTheDecimalFieldAndInTheInt64WhereItFits) {
+  const std::string max128 = "340282366920938463463374607431768211455";
+  struct Case {
+    std::optional<ResourceVersion> revision;
+    int64_t int64;
+    std::string decimal;
+  };
+  for (const Case& c :
+       {Case{ResourceVersion::Parse("4711"), 4711, "4711"},
+        Case{ResourceVersion::Parse(max128), 0, max128}, Case{std::nullopt, 0, "0"}}) {
+    FakeClock clock;
+    Leadership l = Leading(clock, 7);
+    l.fencing_revision = c.revision;
+    v1::Leadership m;
+    ToProto(l, clock.Monotonic(), &m);
+    EXPECT_EQ(m.fencing_revision(), c.int64) << c.decimal;
+    EXPECT_EQ(m.fencing_revision_decimal(), c.decimal);
+  }
 }
 
 TEST(LeadershipProtoTest, ValidUntilBoottimeIsTheAbsoluteDeadlineWhileLeader) {
