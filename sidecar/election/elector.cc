@@ -116,7 +116,7 @@ MonoTime Elector::Observe(const LeaseEvent& event) {
   const std::optional<ResourceVersion> revision = ResourceVersion::Parse(event.resource_version);
   // An absence we cannot order (a GET that found nothing), or an event older
   // than what this elector already knows (e.g. of the version its own last
-  // write replaced): it tells nothing new.
+  // write replaced): it tells this elector nothing it does not know.
   if (!event.record && !revision) return next_step_;
   if (revision && known_revision_ && *revision <= *known_revision_) return next_step_;
   if (revision) known_revision_ = revision;
