@@ -138,9 +138,12 @@ absl::StatusOr<ExecCredential> ParseExecCredential(absl::string_view json,
 std::string ExecInfo(const ExecPlugin& plugin, const RestConfig& config, bool interactive) {
   boost::json::object spec{{"interactive", interactive}};
   if (plugin.provide_cluster_info) {
-    boost::json::object cluster{{"server", config.ServerUrl()},
-                                {"certificate-authority-data", absl::Base64Escape(config.ca_pem)}};
-    if (!config.tls_server_name.empty()) cluster["tls-server-name"] = config.tls_server_name;
+    boost::json::object cluster{
+        {"server", config.ServerUrl()},
+        {"certificate-authority-data", absl::Base64Escape(config.endpoint.ca_pem)}};
+    if (!config.endpoint.tls_server_name.empty()) {
+      cluster["tls-server-name"] = config.endpoint.tls_server_name;
+    }
     spec["cluster"] = std::move(cluster);
   }
   const boost::json::object info{

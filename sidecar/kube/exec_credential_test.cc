@@ -81,10 +81,10 @@ ExecPlugin Plugin(std::string command,
 
 RestConfig ConfigWith(ExecPlugin plugin) {
   RestConfig config;
-  config.host = "10.0.0.1";
-  config.port = "6443";
-  config.ca_pem = "CA PEM";
-  config.tls_server_name = "kubernetes";
+  config.endpoint.host = "10.0.0.1";
+  config.endpoint.port = "6443";
+  config.endpoint.ca_pem = "CA PEM";
+  config.endpoint.tls_server_name = "kubernetes";
   config.exec = std::move(plugin);
   return config;
 }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "boost/asio/connect.hpp"
@@ -39,11 +38,6 @@ bool IsIpAddress(const std::string& s) {
   return !ec;
 }
 
-std::string HostHeader(const HttpsClientOptions& o) {
-  const bool ipv6 = absl::StrContains(o.host, ':');
-  return absl::StrCat(ipv6 ? "[" : "", o.host, ipv6 ? "]" : "", ":", o.port);
-}
-
 // True for the ways a server's close of an idle keep-alive connection shows
 // up on the next request sent over it.
 bool IsDroppedConnection(const error_code& ec) {
@@ -68,17 +62,19 @@ void SetSocketOptions(tcp::socket& socket, absl::Duration keepalive) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpsClient>> HttpsClient::Create(HttpsClientOptions options) {
-  if (options.host.empty()) return absl::InvalidArgumentError("HTTPS client: no server host");
-  if (options.ca_pem.empty()) {
+  if (options.endpoint.host.empty()) {
+    return absl::InvalidArgumentError("HTTPS client: no server host");
+  }
+  if (options.endpoint.ca_pem.empty()) {
     return absl::InvalidArgumentError(
         "HTTPS client: no CA certificate; the server is always verified");
   }
   int port = 0;
-  if (!absl::SimpleAtoi(options.port, &port) || port <= 0 || port > 65535) {
+  if (!absl::SimpleAtoi(options.endpoint.port, &port) || port <= 0 || port > 65535) {
     return absl::InvalidArgumentError(
-        absl::StrCat("HTTPS client: bad port \"", options.port, "\""));
+        absl::StrCat("HTTPS client: bad port \"", options.endpoint.port, "\""));
   }
-  if (options.client_cert_pem.empty() != options.client_key_pem.empty()) {
+  if (options.endpoint.client_cert_pem.empty() != options.endpoint.client_key_pem.empty()) {
     return absl::InvalidArgumentError(
         "HTTPS client: a client certificate needs its key and vice versa");
   }
@@ -87,14 +83,16 @@ absl::StatusOr<std::unique_ptr<HttpsClient>> HttpsClient::Create(HttpsClientOpti
   ctx.set_options(ssl::context::default_workarounds | ssl::context::no_compression);
   ctx.set_verify_mode(ssl::verify_peer);
   error_code ec;
-  ctx.add_certificate_authority(asio::buffer(options.ca_pem), ec);
+  ctx.add_certificate_authority(asio::buffer(options.endpoint.ca_pem), ec);
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("HTTPS client: cannot load the CA certificate: ", ec.message()));
   }
-  if (!options.client_cert_pem.empty()) {
-    ctx.use_certificate_chain(asio::buffer(options.client_cert_pem), ec);
-    if (!ec) ctx.use_private_key(asio::buffer(options.client_key_pem), ssl::context::pem, ec);
+  if (!options.endpoint.client_cert_pem.empty()) {
+    ctx.use_certificate_chain(asio::buffer(options.endpoint.client_cert_pem), ec);
+    if (!ec) {
+      ctx.use_private_key(asio::buffer(options.endpoint.client_key_pem), ssl::context::pem, ec);
+    }
     if (ec) {
       return absl::InvalidArgumentError(
           absl::StrCat("HTTPS client: cannot load the client certificate: ", ec.message()));
@@ -111,14 +109,15 @@ absl::StatusOr<std::unique_ptr<HttpsClient>> HttpsClient::Create(HttpsClientOpti
 HttpsClient::HttpsClient(HttpsClientOptions options, uint16_t port, ssl::context ssl_ctx)
     : options_(std::move(options)),
       port_(port),
-      host_header_(HostHeader(options_)),
+      host_header_(options_.endpoint.Authority()),
       ssl_ctx_(std::move(ssl_ctx)),
       resolver_(ioc_) {}
 
 HttpsClient::~HttpsClient() { Close(); }
 
 const std::string& HttpsClient::ServerName() const {
-  return options_.tls_server_name.empty() ? options_.host : options_.tls_server_name;
+  return options_.endpoint.tls_server_name.empty() ? options_.endpoint.host
+                                                   : options_.endpoint.tls_server_name;
 }
 
 void HttpsClient::Cancel() {
@@ -196,13 +195,13 @@ absl::Status HttpsClient::Dial(Deadline deadline) {
   Close();
   dial_count_.fetch_add(1);
   tcp::resolver::results_type endpoints;
-  if (error_code ec; IsIpAddress(options_.host)) {
+  if (error_code ec; IsIpAddress(options_.endpoint.host)) {
     endpoints = tcp::resolver::results_type::create(
-        tcp::endpoint(asio::ip::make_address(options_.host, ec), port_), options_.host,
-        options_.port);
+        tcp::endpoint(asio::ip::make_address(options_.endpoint.host, ec), port_),
+        options_.endpoint.host, options_.endpoint.port);
   } else {
     IoResult r = Await(deadline, [&](const Done& done) {
-      resolver_.async_resolve(options_.host, options_.port,
+      resolver_.async_resolve(options_.endpoint.host, options_.endpoint.port,
                               [&endpoints, done](error_code ec, tcp::resolver::results_type res) {
                                 endpoints = std::move(res);
                                 done(ec);

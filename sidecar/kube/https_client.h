@@ -41,6 +41,7 @@
 #include "boost/beast/http/message.hpp"
 #include "boost/beast/http/string_body.hpp"
 #include "sidecar/common/clock.h"
+#include "sidecar/kube/tls_endpoint.h"
 
 namespace baton::kube {
 
@@ -51,16 +52,8 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 using Deadline = MonoTime;
 
 struct HttpsClientOptions {
-  // Server to dial: DNS name or IP literal (IPv6 without brackets), and port.
-  std::string host;
-  std::string port = "443";
-  // Name the certificate must match and SNI; empty: `host`.
-  std::string tls_server_name;
-  // PEM CA bundle; required.
-  std::string ca_pem;
-  // Optional PEM client certificate chain and key (both or neither).
-  std::string client_cert_pem;
-  std::string client_key_pem;
+  // The server, its CA and the client certificate; host and CA required.
+  TlsEndpoint endpoint;
 
   size_t max_header_bytes = 64 << 10;
   size_t max_body_bytes = 4 << 20;

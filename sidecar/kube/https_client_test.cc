@@ -44,9 +44,9 @@ class HttpsClientTest : public ::testing::Test {
 
   HttpsClientOptions Options(const std::string& host = "127.0.0.1") const {
     HttpsClientOptions o;
-    o.host = host;
-    o.port = server_->port();
-    o.ca_pem = ca_.cert_pem;
+    o.endpoint.host = host;
+    o.endpoint.port = server_->port();
+    o.endpoint.ca_pem = ca_.cert_pem;
     return o;
   }
 
@@ -101,7 +101,7 @@ TEST_F(HttpsClientTest, NoSniForAnIpAddress) {
 TEST_F(HttpsClientTest, RejectsAServerSignedByAnotherCa) {
   Serve(TlsTestServer::Serve([](const HttpRequest&) { return Ok(); }));
   HttpsClientOptions o = Options();
-  o.ca_pem = NewTestCa("other-ca").cert_pem;
+  o.endpoint.ca_pem = NewTestCa("other-ca").cert_pem;
   auto client = Client(o);
   HttpRequest req = Get();
   absl::StatusOr<HttpResponse> res = client->RoundTrip(req, DeadlineIn(absl::Seconds(5)));
@@ -113,7 +113,7 @@ TEST_F(HttpsClientTest, RejectsAServerSignedByAnotherCa) {
 TEST_F(HttpsClientTest, RejectsTheWrongHostname) {
   Serve(TlsTestServer::Serve([](const HttpRequest&) { return Ok(); }));
   HttpsClientOptions o = Options();
-  o.tls_server_name = "kubernetes.default.svc";
+  o.endpoint.tls_server_name = "kubernetes.default.svc";
   auto client = Client(o);
   HttpRequest req = Get();
   absl::StatusOr<HttpResponse> res = client->RoundTrip(req, DeadlineIn(absl::Seconds(5)));
@@ -142,8 +142,8 @@ TEST_F(HttpsClientTest, PresentsAClientCertificate) {
       },
       client_ca.cert_pem);
   HttpsClientOptions o = Options();
-  o.client_cert_pem = client_cert.cert_pem;
-  o.client_key_pem = client_cert.key_pem;
+  o.endpoint.client_cert_pem = client_cert.cert_pem;
+  o.endpoint.client_key_pem = client_cert.key_pem;
   auto client = Client(o);
   HttpRequest req = Get();
   absl::StatusOr<HttpResponse> res = client->RoundTrip(req, DeadlineIn(absl::Seconds(5)));
@@ -154,14 +154,14 @@ TEST_F(HttpsClientTest, PresentsAClientCertificate) {
 TEST_F(HttpsClientTest, CreateRefusesBadCredentials) {
   Serve(TlsTestServer::Serve([](const HttpRequest&) { return Ok(); }));
   HttpsClientOptions o = Options();
-  o.ca_pem = "";
+  o.endpoint.ca_pem = "";
   EXPECT_EQ(HttpsClient::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
-  o.ca_pem = "not a certificate";
+  o.endpoint.ca_pem = "not a certificate";
   EXPECT_EQ(HttpsClient::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
   o = Options();
-  o.client_cert_pem = server_cert_.cert_pem;
+  o.endpoint.client_cert_pem = server_cert_.cert_pem;
   EXPECT_EQ(HttpsClient::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
-  o.client_key_pem = IssueTestCert(ca_, "other", {}, {}).key_pem;  // does not match
+  o.endpoint.client_key_pem = IssueTestCert(ca_, "other", {}, {}).key_pem;  // does not match
   EXPECT_EQ(HttpsClient::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -40,12 +40,7 @@ std::string Describe(ApiVerb verb, absl::string_view path) {
 absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config,
                                                                KubeClientOptions options) {
   HttpsClientOptions https;
-  https.host = config.host;
-  https.port = config.port;
-  https.tls_server_name = config.tls_server_name;
-  https.ca_pem = config.ca_pem;
-  https.client_cert_pem = config.client_cert_pem;
-  https.client_key_pem = config.client_key_pem;
+  https.endpoint = config.endpoint;
   https.max_body_bytes = options.max_response_bytes;
   https.clock = options.clock;
   std::unique_ptr<ExecCredentialSource> exec;
@@ -53,8 +48,8 @@ absl::StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(RestConfig config
     exec = std::make_unique<ExecCredentialSource>(config, *options.clock);
     absl::StatusOr<ExecCredential> cred = exec->Current();
     if (!cred.ok()) return cred.status();
-    https.client_cert_pem = cred->client_cert_pem;
-    https.client_key_pem = cred->client_key_pem;
+    https.endpoint.client_cert_pem = cred->client_cert_pem;
+    https.endpoint.client_key_pem = cred->client_key_pem;
   }
   // Fails fast on a bad CA or client certificate; the pool creates its own.
   if (absl::StatusOr<std::unique_ptr<HttpsClient>> probe = HttpsClient::Create(https);
@@ -138,14 +133,14 @@ absl::Status KubeClient::RefreshExecCredential(std::string& token) {
   HttpsClientOptions https;
   {
     absl::MutexLock lock(&mu_);
-    if (cred->client_cert_pem == https_options_.client_cert_pem &&
-        cred->client_key_pem == https_options_.client_key_pem) {
+    if (cred->client_cert_pem == https_options_.endpoint.client_cert_pem &&
+        cred->client_key_pem == https_options_.endpoint.client_key_pem) {
       return absl::OkStatus();
     }
     https = https_options_;
   }
-  https.client_cert_pem = cred->client_cert_pem;
-  https.client_key_pem = cred->client_key_pem;
+  https.endpoint.client_cert_pem = cred->client_cert_pem;
+  https.endpoint.client_key_pem = cred->client_key_pem;
   if (absl::StatusOr<std::unique_ptr<HttpsClient>> probe = HttpsClient::Create(https);
       !probe.ok()) {
     exec_->Invalidate();

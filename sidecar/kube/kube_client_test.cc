@@ -52,9 +52,9 @@ class KubeClientTest : public ::testing::Test {
 
   RestConfig Config() const {
     RestConfig c;
-    c.host = "127.0.0.1";
-    c.port = server_->port();
-    c.ca_pem = ca_.cert_pem;
+    c.endpoint.host = "127.0.0.1";
+    c.endpoint.port = server_->port();
+    c.endpoint.ca_pem = ca_.cert_pem;
     c.bearer_token = "static-token";
     c.request_timeout = absl::Seconds(5);
     return c;

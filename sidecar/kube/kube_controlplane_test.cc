@@ -260,8 +260,8 @@ TEST_F(KubeControlPlaneTest, ForbiddenEventsStopRecordingAndNothingElse) {
 
 TEST_F(KubeControlPlaneTest, BadTokenIsUnauthenticated) {
   RestConfig config = AdminConfig();
-  config.client_cert_pem.clear();
-  config.client_key_pem.clear();
+  config.endpoint.client_cert_pem.clear();
+  config.endpoint.client_key_pem.clear();
   config.bearer_token = "not-a-valid-token";
   KubeLeaseStore store(Client(config), ns_, "lock");
   const absl::Status s = store.Get().status();
@@ -278,8 +278,8 @@ TEST_F(KubeControlPlaneTest, TokenFileRotationKeepsTheClientWorking) {
   testing::WriteFile(token_file, *first);
 
   RestConfig config = AdminConfig();
-  config.client_cert_pem.clear();
-  config.client_key_pem.clear();
+  config.endpoint.client_cert_pem.clear();
+  config.endpoint.client_key_pem.clear();
   config.bearer_token_file = token_file;
   KubeLeaseStore store(Client(config), ns_, "lock");
   ASSERT_TRUE(store.Create(NewRecord("a")).ok());
@@ -400,8 +400,8 @@ printf '"status":{"token":"%s","expirationTimestamp":"%s"}}' "$token" "$expiry"
 )"));
   ASSERT_EQ(chmod((dir + "/plugin").c_str(), 0755), 0);
   RestConfig config = AdminConfig();
-  config.client_cert_pem.clear();
-  config.client_key_pem.clear();
+  config.endpoint.client_cert_pem.clear();
+  config.endpoint.client_key_pem.clear();
   config.exec = ExecPlugin();
   config.exec->api_version = "client.authentication.k8s.io/v1beta1";
   config.exec->command = dir + "/plugin";

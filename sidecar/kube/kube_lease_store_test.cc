@@ -98,9 +98,9 @@ class KubeLeaseStoreTest : public ::testing::Test {
         TlsTestServer::Options{IssueTestCert(ca, "apiserver", {}, {"127.0.0.1"}), ""},
         TlsTestServer::Serve([this](const HttpRequest& r) { return api_.Handle(r); }));
     RestConfig config;
-    config.host = "127.0.0.1";
-    config.port = server_->port();
-    config.ca_pem = ca.cert_pem;
+    config.endpoint.host = "127.0.0.1";
+    config.endpoint.port = server_->port();
+    config.endpoint.ca_pem = ca.cert_pem;
     config.bearer_token = "t";
     store_ = std::make_unique<KubeLeaseStore>(
         std::shared_ptr<KubeClient>(*KubeClient::Create(config)), "ns", "lock");

@@ -202,10 +202,10 @@ class Parser {
                                        "data; baton verifies the API server against the cluster "
                                        "CA only"));
     }
-    config.ca_pem = *std::move(ca);
+    config.endpoint.ca_pem = *std::move(ca);
     absl::StatusOr<std::string> server_name = String(doc, cluster, "tls-server-name", name);
     if (!server_name.ok()) return server_name.status();
-    config.tls_server_name = *std::move(server_name);
+    config.endpoint.tls_server_name = *std::move(server_name);
     return absl::OkStatus();
   }
 
@@ -251,11 +251,11 @@ class Parser {
           doc, absl::StrCat(owner, " needs both client-certificate[-data] and client-key[-data]"));
     }
     config.bearer_token = *std::move(token);
-    config.client_cert_pem = *std::move(cert);
-    config.client_key_pem = *std::move(key);
+    config.endpoint.client_cert_pem = *std::move(cert);
+    config.endpoint.client_key_pem = *std::move(key);
     if (const YAML::Node exec = user["exec"]; exec.IsDefined() && !exec.IsNull()) {
       if (!config.bearer_token.empty() || !config.bearer_token_file.empty() ||
-          !config.client_cert_pem.empty()) {
+          !config.endpoint.client_cert_pem.empty()) {
         return Invalid(doc, absl::StrCat(owner,
                                          " sets both an exec plugin and a token or client "
                                          "certificate; give one way to authenticate"));

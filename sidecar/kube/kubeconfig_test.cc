@@ -126,12 +126,12 @@ clusters:
 TEST_F(KubeconfigTest, CurrentContextWithInlineData) {
   absl::StatusOr<RestConfig> c = Load(Full());
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->host, "127.0.0.1");
-  EXPECT_EQ(c->port, "6443");
+  EXPECT_EQ(c->endpoint.host, "127.0.0.1");
+  EXPECT_EQ(c->endpoint.port, "6443");
   EXPECT_EQ(c->base_path, "");
-  EXPECT_EQ(c->ca_pem, kCa);
-  EXPECT_EQ(c->client_cert_pem, kCert);
-  EXPECT_EQ(c->client_key_pem, kKey);
+  EXPECT_EQ(c->endpoint.ca_pem, kCa);
+  EXPECT_EQ(c->endpoint.client_cert_pem, kCert);
+  EXPECT_EQ(c->endpoint.client_key_pem, kKey);
   EXPECT_EQ(c->bearer_token, "");
   EXPECT_EQ(c->bearer_token_file, "");
   EXPECT_EQ(c->namespace_name, "team-a");
@@ -141,13 +141,13 @@ TEST_F(KubeconfigTest, CurrentContextWithInlineData) {
 TEST_F(KubeconfigTest, NamedContextWithFilesRelativeToTheKubeconfig) {
   absl::StatusOr<RestConfig> c = Load(Full(), "files");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->host, "::1");
-  EXPECT_EQ(c->port, "8443");
+  EXPECT_EQ(c->endpoint.host, "::1");
+  EXPECT_EQ(c->endpoint.port, "8443");
   EXPECT_EQ(c->base_path, "/prefix");
-  EXPECT_EQ(c->tls_server_name, "kubernetes.default.svc");
-  EXPECT_EQ(c->ca_pem, kCa);
-  EXPECT_EQ(c->client_cert_pem, kCert);
-  EXPECT_EQ(c->client_key_pem, kKey);
+  EXPECT_EQ(c->endpoint.tls_server_name, "kubernetes.default.svc");
+  EXPECT_EQ(c->endpoint.ca_pem, kCa);
+  EXPECT_EQ(c->endpoint.client_cert_pem, kCert);
+  EXPECT_EQ(c->endpoint.client_key_pem, kKey);
   EXPECT_EQ(c->bearer_token_file, dir_ + "/token");
   EXPECT_EQ(c->namespace_name, "");
   EXPECT_EQ(c->ServerUrl(), "https://[::1]:8443/prefix");
@@ -157,13 +157,13 @@ TEST_F(KubeconfigTest, StaticToken) {
   absl::StatusOr<RestConfig> c = Load(Full(), "static");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->bearer_token, "static-token");
-  EXPECT_EQ(c->client_cert_pem, "");
+  EXPECT_EQ(c->endpoint.client_cert_pem, "");
 }
 
 TEST_F(KubeconfigTest, DefaultsPortTo443AndKeepsTheRequestTimeoutDefault) {
   absl::StatusOr<RestConfig> c = Load(absl::StrReplaceAll(Full(), {{":6443", ""}}));
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->port, "443");
+  EXPECT_EQ(c->endpoint.port, "443");
   EXPECT_EQ(c->request_timeout, absl::Seconds(10));
   EXPECT_EQ(c->user_agent, RestConfig::DefaultUserAgent());
 }
@@ -415,8 +415,8 @@ TEST_F(MergedKubeconfigTest, FirstDefinitionWinsAndPathsFollowTheirFile) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->namespace_name, "dev-ns");    // context "dev" of the first file
   EXPECT_EQ(c->bearer_token, "from-first");  // user "shared" of the first file
-  EXPECT_EQ(c->host, "10.1.2.3");            // cluster only in the second
-  EXPECT_EQ(c->ca_pem, kOtherCa);            // relative to the second's directory
+  EXPECT_EQ(c->endpoint.host, "10.1.2.3");   // cluster only in the second
+  EXPECT_EQ(c->endpoint.ca_pem, kOtherCa);   // relative to the second's directory
 }
 
 TEST_F(MergedKubeconfigTest, ContextFlagPicksAnyFilesContext) {
@@ -452,11 +452,11 @@ TEST(KubeconfigPathsTest, FlagThenEnvironmentListThenHome) {
 TEST(ServerUrlTest, ParsesAndRefuses) {
   RestConfig c;
   ASSERT_TRUE(SetServerUrl("https://api.example.com", c).ok());
-  EXPECT_EQ(c.host, "api.example.com");
-  EXPECT_EQ(c.port, "443");
+  EXPECT_EQ(c.endpoint.host, "api.example.com");
+  EXPECT_EQ(c.endpoint.port, "443");
   ASSERT_TRUE(SetServerUrl("https://[fd00::1]", c).ok());
-  EXPECT_EQ(c.host, "fd00::1");
-  EXPECT_EQ(c.port, "443");
+  EXPECT_EQ(c.endpoint.host, "fd00::1");
+  EXPECT_EQ(c.endpoint.port, "443");
   for (const char* bad : {"http://a", "https://", "https://a:0", "https://a:70000", "https://a:x",
                           "https://u@a", "https://a/?q", "https://[::1", "https://[::1]x"}) {
     EXPECT_EQ(SetServerUrl(bad, c).code(), absl::StatusCode::kInvalidArgument) << bad;
@@ -485,10 +485,10 @@ class InClusterConfigTest : public ::testing::Test {
 TEST_F(InClusterConfigTest, ReadsTheServiceAccountMount) {
   absl::StatusOr<RestConfig> c = LoadInClusterConfig(dir_);
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->host, "10.96.0.1");
-  EXPECT_EQ(c->port, "443");
-  EXPECT_EQ(c->tls_server_name, "");  // the service IP is in the API server's certificate
-  EXPECT_EQ(c->ca_pem, kCa);
+  EXPECT_EQ(c->endpoint.host, "10.96.0.1");
+  EXPECT_EQ(c->endpoint.port, "443");
+  EXPECT_EQ(c->endpoint.tls_server_name, "");  // the service IP is in the API server's certificate
+  EXPECT_EQ(c->endpoint.ca_pem, kCa);
   EXPECT_EQ(c->bearer_token_file, dir_ + "/token");
   EXPECT_EQ(c->bearer_token, "");
   EXPECT_EQ(c->namespace_name, "team-b");

@@ -126,9 +126,9 @@ class LeaseWatcherTest : public ::testing::Test {
 
   void StartWatcher() {
     RestConfig config;
-    config.host = "127.0.0.1";
-    config.port = server_->port();
-    config.ca_pem = ca_pem_;
+    config.endpoint.host = "127.0.0.1";
+    config.endpoint.port = server_->port();
+    config.endpoint.ca_pem = ca_pem_;
     config.bearer_token = "t";
     config.request_timeout = absl::Seconds(5);
     KubeClientOptions client_options;

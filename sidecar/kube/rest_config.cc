@@ -35,8 +35,7 @@ std::string RestConfig::DefaultUserAgent() {
 }
 
 std::string RestConfig::ServerUrl() const {
-  const bool ipv6 = absl::StrContains(host, ':');
-  return absl::StrCat("https://", ipv6 ? "[" : "", host, ipv6 ? "]" : "", ":", port, base_path);
+  return absl::StrCat("https://", endpoint.Authority(), base_path);
 }
 
 absl::Status SetServerUrl(absl::string_view url, RestConfig& config) {
@@ -75,8 +74,8 @@ absl::Status SetServerUrl(absl::string_view url, RestConfig& config) {
   }
   while (absl::ConsumeSuffix(&path, "/")) {
   }
-  config.host = std::string(host);
-  config.port = std::string(port);
+  config.endpoint.host = std::string(host);
+  config.endpoint.port = std::string(port);
   config.base_path = std::string(path);
   return absl::OkStatus();
 }
@@ -90,9 +89,11 @@ absl::StatusOr<RestConfig> LoadInClusterConfig(absl::string_view service_account
         "are not set; pass --kubeconfig to run outside a cluster");
   }
   RestConfig config;
-  config.host = host;
-  config.port = port;
-  if (absl::Status s = ValidatePort(config.port, "KUBERNETES_SERVICE_PORT"); !s.ok()) return s;
+  config.endpoint.host = host;
+  config.endpoint.port = port;
+  if (absl::Status s = ValidatePort(config.endpoint.port, "KUBERNETES_SERVICE_PORT"); !s.ok()) {
+    return s;
+  }
 
   const std::string dir(service_account_dir);
   absl::StatusOr<std::string> ca = ReadFile(dir + "/ca.crt");
@@ -100,7 +101,7 @@ absl::StatusOr<RestConfig> LoadInClusterConfig(absl::string_view service_account
     return absl::FailedPreconditionError(
         absl::StrCat("in-cluster config: no cluster CA: ", ca.status().message()));
   }
-  config.ca_pem = *std::move(ca);
+  config.endpoint.ca_pem = *std::move(ca);
 
   // Read once now so a Pod without a token fails at start-up, not on its
   // first renew; the client re-reads it as it rotates.

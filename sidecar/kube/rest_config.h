@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "sidecar/kube/tls_endpoint.h"
 
 namespace baton::kube {
 
@@ -44,21 +45,12 @@ struct ExecPlugin {
 };
 
 struct RestConfig {
-  // API server address. `host` is a DNS name or an IP literal (IPv6 without
-  // brackets); `base_path` is a path prefix from the server URL, usually
-  // empty, never with a trailing slash.
-  std::string host;
-  std::string port = "443";
+  // The API server: where it is and how its certificate (and ours) is
+  // checked. `endpoint.ca_pem` is required.
+  TlsEndpoint endpoint;
+  // Path prefix from the server URL, usually empty, never with a trailing
+  // slash.
   std::string base_path;
-  // Name the server certificate must carry (and the SNI sent, unless it is
-  // an IP address). Empty: `host`.
-  std::string tls_server_name;
-
-  // PEM bundle of the CA(s) that sign the API server certificate. Required.
-  std::string ca_pem;
-  // Optional client certificate (chain) and its key, both PEM.
-  std::string client_cert_pem;
-  std::string client_key_pem;
 
   // Bearer token. When `bearer_token_file` is set, the token is read from it
   // and re-read whenever it changes (bound ServiceAccount tokens rotate) and
@@ -101,7 +93,8 @@ inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/ser
 absl::StatusOr<RestConfig> LoadInClusterConfig(
     absl::string_view service_account_dir = kServiceAccountDir);
 
-// Fills host, port and base_path of `config` from an `https://` URL.
+// Fills the endpoint's host and port, and base_path, of `config` from an
+// `https://` URL.
 // InvalidArgument for other schemes (plain http is refused), user info,
 // queries, fragments or a bad port.
 absl::Status SetServerUrl(absl::string_view url, RestConfig& config);
