@@ -21,6 +21,7 @@
 #include "boost/json/object.hpp"
 #include "boost/json/parse.hpp"
 #include "boost/json/serialize.hpp"
+#include "sidecar/common/c_strings.h"
 #include "sidecar/common/errno_text.h"
 #include "sidecar/kube/string_views.h"
 
@@ -54,14 +55,6 @@ std::vector<std::string> PluginEnvironment(const ExecPlugin& plugin, const std::
   }
   for (const auto& [name, value] : set) env.push_back(absl::StrCat(name, "=", value));
   return env;
-}
-
-std::vector<char*> CStrings(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
 }
 
 // What poll() should wait to reach `deadline` on `clock`, in milliseconds

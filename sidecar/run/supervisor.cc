@@ -16,6 +16,7 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "sidecar/common/c_strings.h"
 #include "sidecar/common/errno_text.h"
 
 extern char** environ;
@@ -94,14 +95,6 @@ std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra)
   return env;
 }
 
-std::vector<char*> Pointers(std::vector<std::string>& strings) {
-  std::vector<char*> out;
-  out.reserve(strings.size() + 1);
-  for (std::string& s : strings) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
 }  // namespace
 
 ProcessSupervisor::~ProcessSupervisor() {
@@ -119,8 +112,8 @@ absl::StatusOr<pid_t> ProcessSupervisor::Start(const ChildSpec& spec) {
   // and exec only async-signal-safe calls are allowed in a threaded process.
   std::vector<std::string> argv_strings = spec.argv;
   std::vector<std::string> env_strings = ChildEnvironment(spec.extra_env);
-  std::vector<char*> argv = Pointers(argv_strings);
-  std::vector<char*> envp = Pointers(env_strings);
+  std::vector<char*> argv = CStrings(argv_strings);
+  std::vector<char*> envp = CStrings(env_strings);
   const pid_t parent = getpid();
 
   const pid_t pid = fork();
