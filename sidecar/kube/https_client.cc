@@ -172,6 +172,10 @@ HttpsClient::IoResult HttpsClient::Await(Deadline deadline, absl::FunctionRef<vo
   return result;
 }
 
+bool HttpsClient::ServerClosedIdle(bool reused, const IoResult& r) const {
+  return reused && !r.timed_out && IsDroppedConnection(r.ec) && !cancelled_.load();
+}
+
 absl::Status HttpsClient::IoError(absl::string_view step, const IoResult& r) const {
   const std::string where = absl::StrCat(step, " (", host_header_, ")");
   if (cancelled_.load()) return absl::CancelledError(absl::StrCat(where, ": cancelled"));
@@ -264,12 +268,8 @@ absl::Status HttpsClient::Send(HttpRequest& request, Deadline deadline, bool& re
   });
   if (r.ec || r.timed_out) {
     absl::Status s = IoError("send request", r);
-    if (reused && !r.timed_out && IsDroppedConnection(r.ec) && !cancelled_.load()) {
-      Close();
-      // The server closed the idle connection before reading this request.
-      return Send(request, deadline, reused);
-    }
     Close();
+    if (ServerClosedIdle(reused, r)) return Send(request, deadline, reused);
     return s;
   }
   return absl::OkStatus();
@@ -287,10 +287,9 @@ absl::StatusOr<HttpResponse> HttpsClient::RoundTrip(HttpRequest& request, Deadli
     });
     if (r.ec || r.timed_out) {
       absl::Status s = IoError("read response", r);
-      const bool retry = reused && attempt == 0 && !r.timed_out && !parser.got_some() &&
-                         IsDroppedConnection(r.ec) && !cancelled_.load();
       Close();
-      if (retry) continue;
+      // Once: a second failure is the server's answer.
+      if (attempt == 0 && !parser.got_some() && ServerClosedIdle(reused, r)) continue;
       return s;
     }
     HttpResponse response = parser.release();
@@ -315,10 +314,9 @@ absl::StatusOr<HttpResponse> HttpsClient::Stream(
     });
     if (r.ec || r.timed_out) {
       absl::Status s = IoError("read response head", r);
-      const bool retry = reused && attempt == 0 && !r.timed_out && !parser.got_some() &&
-                         IsDroppedConnection(r.ec) && !cancelled_.load();
       Close();
-      if (retry) continue;
+      // Once: a second failure is the server's answer.
+      if (attempt == 0 && !parser.got_some() && ServerClosedIdle(reused, r)) continue;
       return s;
     }
 

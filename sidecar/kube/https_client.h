@@ -122,6 +122,10 @@ class HttpsClient {
   void AbortIo();
   // The status for a failed step.
   absl::Status IoError(absl::string_view step, const IoResult& r) const;
+  // Whether a step that failed with `r` on a connection that was `reused`
+  // failed because the server had closed it while idle, before reading the
+  // request: then the request may go again on a new connection.
+  bool ServerClosedIdle(bool reused, const IoResult& r) const;
   const std::string& ServerName() const;
 
   const HttpsClientOptions options_;
