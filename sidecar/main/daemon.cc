@@ -18,6 +18,18 @@ Leadership InitialLeadership(const SidecarConfig& config) {
   return l;
 }
 
+// Builds `worker` (an EventRecorder or a PodLabeler) on a client of its own:
+// its requests never queue behind the Lease's, nor count with them in the
+// metrics.
+template <typename Worker, typename Options>
+absl::Status CreateOnOwnClient(const kube::RestConfig& rest, Options options, Clock* clock,
+                               std::unique_ptr<Worker>& worker) {
+  absl::StatusOr<std::unique_ptr<kube::KubeClient>> client = kube::KubeClient::Create(rest);
+  if (!client.ok()) return client.status();
+  worker = std::make_unique<Worker>(*std::move(client), std::move(options), clock);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Daemon::Daemon(const SidecarConfig& config, Clock* clock)
@@ -89,30 +101,25 @@ absl::Status Daemon::StartComponents(kube::RestConfig rest) {
       kube::KubeClient::Create(rest, client_options);
   if (!watch_client.ok()) return watch_client.status();
   if (config_.events) {
-    // Its own client, not counted with the Lease's requests.
-    absl::StatusOr<std::unique_ptr<kube::KubeClient>> events_client =
-        kube::KubeClient::Create(rest);
-    if (!events_client.ok()) return events_client.status();
-    kube::EventRecorderOptions events_options;
-    events_options.lease_namespace = config_.lease_namespace;
-    events_options.lease_name = config_.lease_name;
-    events_options.identity = config_.identity;
-    events_ =
-        std::make_unique<kube::EventRecorder>(std::move(*events_client), events_options, clock_);
+    kube::EventRecorderOptions options{.lease_namespace = config_.lease_namespace,
+                                       .lease_name = config_.lease_name,
+                                       .identity = config_.identity};
+    if (absl::Status s = CreateOnOwnClient(rest, std::move(options), clock_, events_); !s.ok()) {
+      return s;
+    }
     listener_.set_events(events_.get());
   }
   if (!config_.leader_label.empty()) {
-    absl::StatusOr<std::unique_ptr<kube::KubeClient>> labels_client =
-        kube::KubeClient::Create(rest);
-    if (!labels_client.ok()) return labels_client.status();
-    kube::PodLabelerOptions label_options;
-    label_options.pod_namespace = config_.pod_namespace;
-    label_options.pod_name = config_.pod_name;
-    label_options.label_key = config_.leader_label;
-    label_options.lease = absl::StrCat(config_.lease_namespace, "/", config_.lease_name);
-    label_options.resync = config_.timing.lease_duration;
-    label_options.retry = config_.timing.retry_period;
-    labeler_ = std::make_unique<kube::PodLabeler>(std::move(*labels_client), label_options, clock_);
+    kube::PodLabelerOptions options{
+        .pod_namespace = config_.pod_namespace,
+        .pod_name = config_.pod_name,
+        .label_key = config_.leader_label,
+        .lease = absl::StrCat(config_.lease_namespace, "/", config_.lease_name),
+        .resync = config_.timing.lease_duration,
+        .retry = config_.timing.retry_period};
+    if (absl::Status s = CreateOnOwnClient(rest, std::move(options), clock_, labeler_); !s.ok()) {
+      return s;
+    }
     listener_.set_labeler(labeler_.get());
   }
 
