@@ -48,6 +48,15 @@ std::optional<absl::Duration> MaxValidFor(const Request& request) {
 
 }  // namespace
 
+grpc::ServerUnaryReactor* LeaderElectionService::Finish(grpc::CallbackServerContext* call,
+                                                        const char* method,
+                                                        const grpc::Status& status) const {
+  context_->metrics->ObserveGrpcRequest(method, status.error_code());
+  grpc::ServerUnaryReactor* reactor = call->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
 LeaderElectionService::LeaderElectionService(LeaderElectionServiceOptions options,
                                              const ApiContext* context)
     : context_(context),
@@ -67,10 +76,7 @@ grpc::ServerUnaryReactor* LeaderElectionService::GetLeadership(
       api_.Get(Reader{request->client_id(), MaxValidFor(*request)});
   const grpc::Status status = ToGrpcStatus(answer.status());
   if (answer.ok()) LeadershipToProto(*answer, answer->at(), response);
-  context_->metrics->ObserveGrpcRequest(kGetLeadership, status.error_code());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+  return Finish(context, kGetLeadership, status);
 }
 
 grpc::ServerWriteReactor<Response>* LeaderElectionService::WatchLeadership(
@@ -92,10 +98,7 @@ grpc::ServerUnaryReactor* LeaderElectionService::Resign(grpc::CallbackServerCont
   absl::StatusOr<v1::ResignResponse> resigned = api_.Resign();
   const grpc::Status status = ToGrpcStatus(resigned.status());
   if (resigned.ok()) *response = *std::move(resigned);
-  context_->metrics->ObserveGrpcRequest(kResign, status.error_code());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+  return Finish(context, kResign, status);
 }
 
 grpc::ServerUnaryReactor* LeaderElectionService::AcknowledgeStepDown(
@@ -111,10 +114,7 @@ grpc::ServerUnaryReactor* LeaderElectionService::AcknowledgeStepDown(
       up_to.ok() ? api_.Acknowledge(ack) : up_to.status();
   const grpc::Status status = ToGrpcStatus(acknowledged.status());
   if (acknowledged.ok()) *response = *std::move(acknowledged);
-  context_->metrics->ObserveGrpcRequest(kAcknowledgeStepDown, status.error_code());
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
+  return Finish(context, kAcknowledgeStepDown, status);
 }
 
 }  // namespace baton

@@ -83,6 +83,10 @@ class LeaderElectionService final : public v1::LeaderElection::CallbackService {
   int watchers() const { return watches_.size(); }
 
  private:
+  // Ends a unary call with `status`, counted under `method`.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* call, const char* method,
+                                   const grpc::Status& status) const;
+
   const ApiContext* const context_;
   const LocalApi api_;
   const WatchLeadershipSource source_;
