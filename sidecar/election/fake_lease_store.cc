@@ -15,37 +15,33 @@ absl::StatusOr<LeaseRecord> FakeLeaseStore::Get() {
 }
 
 absl::StatusOr<LeaseRecord> FakeLeaseStore::Create(const LeaseRecord& record) {
-  absl::MutexLock order(&watch_mu_);
-  LeaseRecord stored;
-  std::optional<absl::Status> reported;
-  {
-    absl::MutexLock lock(&mu_);
-    if (auto failure = BeginCallLocked(Verb::kCreate)) return *failure;
-    if (lease_) return absl::AlreadyExistsError("lease already exists");
-    LeaseRecord fresh = record;
-    fresh.uid.clear();
-    stored = StoreLocked(std::move(fresh));
-    reported = std::exchange(land_but_fail_, std::nullopt);
-  }
-  NotifyLocked(LeaseEvent{stored, stored.resource_version});
-  if (reported) return *reported;
-  return stored;
+  return Write(Verb::kCreate, record);
 }
 
 absl::StatusOr<LeaseRecord> FakeLeaseStore::Update(const LeaseRecord& record) {
+  return Write(Verb::kUpdate, record);
+}
+
+absl::StatusOr<LeaseRecord> FakeLeaseStore::Write(Verb verb, const LeaseRecord& record) {
   absl::MutexLock order(&watch_mu_);
   LeaseRecord stored;
   std::optional<absl::Status> reported;
   {
     absl::MutexLock lock(&mu_);
-    if (auto failure = BeginCallLocked(Verb::kUpdate)) return *failure;
-    if (!lease_) return absl::NotFoundError("lease not found");
-    if (record.resource_version != lease_->resource_version) {
-      return absl::AbortedError(absl::StrCat("conflict: resourceVersion ", record.resource_version,
-                                             " is stale, current is ", lease_->resource_version));
-    }
+    if (auto failure = BeginCallLocked(verb)) return *failure;
     LeaseRecord next = record;
-    next.uid = lease_->uid;
+    if (verb == Verb::kCreate) {
+      if (lease_) return absl::AlreadyExistsError("lease already exists");
+      next.uid.clear();
+    } else {
+      if (!lease_) return absl::NotFoundError("lease not found");
+      if (record.resource_version != lease_->resource_version) {
+        return absl::AbortedError(absl::StrCat("conflict: resourceVersion ",
+                                               record.resource_version, " is stale, current is ",
+                                               lease_->resource_version));
+      }
+      next.uid = lease_->uid;
+    }
     stored = StoreLocked(std::move(next));
     reported = std::exchange(land_but_fail_, std::nullopt);
   }

@@ -74,6 +74,11 @@ class FakeLeaseStore final : public LeaseStore {
   void SetWatcher(Watcher watcher) ABSL_LOCKS_EXCLUDED(watch_mu_);
 
  private:
+  // Create (kCreate) or Update (kUpdate), as the API server checks them: the
+  // write lands, its watch event is delivered, and then any failure injected
+  // by LandNextWriteButFail is returned.
+  absl::StatusOr<LeaseRecord> Write(Verb verb, const LeaseRecord& record)
+      ABSL_LOCKS_EXCLUDED(watch_mu_, mu_);
   // Stores `record`, assigning a new resourceVersion (and a uid if created),
   // and returns what was stored.
   LeaseRecord StoreLocked(LeaseRecord record) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
