@@ -20,7 +20,7 @@ TEST(FanOutWorkersTest, CallsEveryIndexExactlyOnce) {
   }
 }
 
-TEST(FanOutWorkersTest, LargeBatchesUseTheHelpers) {
+TEST(FanOutWorkersTest, LargeBatchesRunOnAtMostTheGivenThreads) {
   FanOutWorkers workers(2, 8);
   absl::Mutex mu;
   std::set<std::thread::id> threads;
@@ -28,9 +28,9 @@ TEST(FanOutWorkersTest, LargeBatchesUseTheHelpers) {
     absl::MutexLock lock(&mu);
     threads.insert(std::this_thread::get_id());
   });
-  // The helper may legitimately find nothing left to do, but the caller is
-  // always among the threads.
-  EXPECT_TRUE(threads.count(std::this_thread::get_id()));
+  // Either may find nothing left to do: the helper if the caller was quick,
+  // the caller if it was descheduled after waking the helper.
+  EXPECT_GE(threads.size(), 1u);
   EXPECT_LE(threads.size(), 2u);
 }
 
