@@ -18,13 +18,9 @@ std::optional<ResourceVersion> ResourceVersion::Parse(std::string_view rv) {
   }
   // As long as the maximum: digits compare as the numbers do.
   if (rv.size() == kMax.size() && rv > kMax) return std::nullopt;
-  return ResourceVersion(rv);
-}
-
-std::optional<int64_t> ResourceVersion::AsInt64() const {
   int64_t n = 0;
-  if (!absl::SimpleAtoi(digits_, &n)) return std::nullopt;
-  return n;
+  const bool fits = absl::SimpleAtoi(absl::string_view(rv.data(), rv.size()), &n);
+  return ResourceVersion(rv, fits ? std::optional<int64_t>(n) : std::nullopt);
 }
 
 }  // namespace baton

@@ -66,7 +66,7 @@ class ResourceVersion {
   // The value in decimal digits, as the API server wrote it.
   const std::string& digits() const { return digits_; }
   // The value, where it fits an int64 (the fencing revision's int64 field).
-  std::optional<int64_t> AsInt64() const;
+  std::optional<int64_t> AsInt64() const { return int64_; }
 
   friend bool operator==(const ResourceVersion&, const ResourceVersion&) = default;
   friend std::strong_ordering operator<=>(const ResourceVersion& a, const ResourceVersion& b) {
@@ -75,8 +75,12 @@ class ResourceVersion {
   }
 
  private:
-  explicit ResourceVersion(std::string_view digits) : digits_(digits) {}
+  ResourceVersion(std::string_view digits, std::optional<int64_t> int64)
+      : digits_(digits), int64_(int64) {}
   std::string digits_;
+  // digits_ as an int64, parsed once: every answer that carries this
+  // revision sends it.
+  std::optional<int64_t> int64_;
 };
 
 }  // namespace baton
