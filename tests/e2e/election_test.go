@@ -173,15 +173,9 @@ func TestPausedLeaderAnswersFalseFirstThingAfterWaking(t *testing.T) {
 	// The woken sidecar rejoins as a follower of the new leader once it has
 	// read the Lease again: within a few retry periods, later while the API
 	// server is slow to answer (its reads then time out and are retried).
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(sidecars.RetryPeriod) {
-		s, err := leader.State()
-		if err == nil && !s.IsLeader && s.HolderIdentity != leader.Name {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("woken sidecar after 10s: %+v %v; want a follower of the new leader", s, err)
-			break
-		}
+	following := func(s sidecars.State) bool { return !s.IsLeader && s.HolderIdentity != leader.Name }
+	if s, ok, err := sidecars.AwaitState(leader, 10*time.Second, following); !ok {
+		t.Errorf("woken sidecar after 10s: %+v %v; want a follower of the new leader", s, err)
 	}
 }
 
@@ -243,11 +237,13 @@ func TestInteropWithClientGoLeaderElector(t *testing.T) {
 		if lease.holder() != leader.Name || int64(lease.Spec.LeaseTransitions) != st.FencingToken {
 			t.Errorf("round %d: Lease %+v, leader %s token %d", round, lease.Spec, leader.Name, st.FencingToken)
 		}
-		// Everyone reads the holder the same way.
-		time.Sleep(2 * sidecars.RetryPeriod)
+		// Everyone reads the holder the same way, once it has read the Lease
+		// since the takeover: within a few retry periods, later while the
+		// API server is slow to answer.
+		holds := func(s sidecars.State) bool { return s.HolderIdentity == leader.Name }
 		for _, m := range sidecars.Others(members, leader) {
-			if s, err := m.State(); err == nil && s.HolderIdentity != leader.Name {
-				t.Errorf("round %d: %s sees holder %q, want %q", round, m.Name, s.HolderIdentity, leader.Name)
+			if s, ok, err := sidecars.AwaitState(m, 10*time.Second, holds); !ok {
+				t.Errorf("round %d: %s sees holder %q after 10s (%v), want %q", round, m.Name, s.HolderIdentity, err, leader.Name)
 			}
 		}
 		// Kill the leader and start a fresh member of the same kind in its place.

@@ -62,3 +62,21 @@ func Others(members []*Member, m *Member) []*Member {
 	}
 	return out
 }
+
+// AwaitState asks m every retry period until want accepts its answer or
+// timeout passes, and returns the last answer, whether want accepted it and
+// the last error. For what a member shows only after its next read of the
+// Lease, which comes later while the API server is slow to answer.
+func AwaitState(m *Member, timeout time.Duration, want func(State) bool) (State, bool, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		s, err := m.State()
+		if err == nil && want(s) {
+			return s, true, nil
+		}
+		if time.Now().After(deadline) {
+			return s, false, err
+		}
+		time.Sleep(RetryPeriod)
+	}
+}
