@@ -25,8 +25,8 @@ void CheckConfig(const absl::StatusOr<RestConfig>& config, bool exec_allowed) {
     FUZZ_CHECK(!config.status().message().empty());
     return;
   }
-  FUZZ_CHECK(!config->host.empty());
-  FUZZ_CHECK(!config->ca_pem.empty());
+  FUZZ_CHECK(!config->endpoint.host.empty());
+  FUZZ_CHECK(!config->endpoint.ca_pem.empty());
   FUZZ_CHECK(config->base_path.empty() || config->base_path.back() != '/');
   FUZZ_CHECK(exec_allowed || !config->exec.has_value());
   FUZZ_CHECK(!config->exec.has_value() || !config->exec->command.empty());
