@@ -35,6 +35,13 @@
 // resourceVersion, KEP-5504), compared with Revision.Compare and carried as
 // decimal digits (RevisionHeader, Revision.String, ParseRevision).
 //
+// The store fences in modules of their own (pgfence for PostgreSQL,
+// etcdfence, kubefence for ConfigMaps) keep the highest term in the store
+// itself, and share this package's words for it: a Term (TermOf a leader
+// answer), a FenceOrder saying which of its numbers they compare, and
+// refusals that unwrap to a StaleTokenError or a StaleRevisionError
+// (FenceOrder.StaleError; pgfence's is a StaleTermError).
+//
 // # Leader work and the step-down handshake
 //
 // RunWhileLeader runs the application's leader work in a context that ends

@@ -57,29 +57,45 @@ const DefaultPrefix = "baton-fence/"
 // decimal, since resourceVersions are integers of up to 128 bits.
 const Width = 39
 
-// Order is what decides which of two terms is the newer.
-type Order int
+// Fence fences writes through fence keys in one etcd. The zero value fences
+// by revision with fence keys under DefaultPrefix; it holds no state and is
+// safe for concurrent use.
+type Fence struct {
+	// Prefix is put before a fenced key to name its fence key; DefaultPrefix
+	// when empty. Keep it apart from the data, so that no data key is also
+	// a fence key.
+	Prefix string
+	// Order is what the fence compares; ByRevision when zero.
+	Order Order
+}
+
+// Order is what decides which of two terms is the newer:
+// baton.FenceOrder, the order of every store fence.
+type Order = baton.FenceOrder
 
 const (
-	// ByRevision compares fencing revisions (the default). They keep
-	// growing across Lease deletion; Kubernetes 1.35 or later.
-	ByRevision Order = iota
-	// ByToken compares fencing tokens (leaseTransitions): for API servers
-	// older than 1.35. A Lease deleted and recreated by a member with no
-	// history starts them again at 0, and the fence then refuses every
-	// later leader until the token passes the highest one accepted.
-	ByToken
+	// ByRevision compares fencing revisions (the default): baton.ByRevision.
+	ByRevision = baton.ByRevision
+	// ByToken compares fencing tokens, for API servers older than 1.35:
+	// baton.ByToken.
+	ByToken = baton.ByToken
 )
 
-func (o Order) String() string {
-	switch o {
-	case ByRevision:
-		return "revision"
-	case ByToken:
-		return "token"
+// FenceKey returns the fence key of key.
+func (f Fence) FenceKey(key string) string {
+	if f.Prefix == "" {
+		return DefaultPrefix + key
 	}
-	return "Order(" + strconv.Itoa(int(o)) + ")"
+	return f.Prefix + key
 }
+
+// Term is what a leader tags its writes with, its fencing revision and
+// token: baton.Term.
+type Term = baton.Term
+
+// TermOf returns the term of a leader answer, as baton.TermOf does. Take it
+// from the answer that said this pod leads, right before the write.
+func TermOf(l baton.Leadership) Term { return baton.TermOf(l) }
 
 // ErrNoRevision is the answer of a Fence ordered ByRevision to a term
 // without a fencing revision (0): the sidecar did not know one.
@@ -87,24 +103,24 @@ func (o Order) String() string {
 // cluster.
 var ErrNoRevision = errors.New("etcdfence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
 
-// Term is what a leader tags its writes with.
-type Term struct {
-	// Revision is the fencing revision (baton.Leadership.FencingRevision),
-	// an integer of up to 128 bits; baton.ParseRevision reads the sidecar's
-	// JSON "fencingRevisionDecimal".
-	Revision baton.Revision
-	// Token is the fencing token (baton.Leadership.FencingToken).
-	Token int32
-}
-
-// TermOf returns the term of a leader answer. Take it from the answer that
-// said this pod leads, right before the write.
-func TermOf(l baton.Leadership) Term {
-	return Term{Revision: l.FencingRevision, Token: l.FencingToken}
-}
-
-func (t Term) String() string {
-	return fmt.Sprintf("revision %v, token %d", t.Revision, t.Token)
+// Value returns what the fence key holds once term is admitted: the
+// compared number in Width digits. Errors are the term's (ErrNoRevision, a
+// negative token).
+func (f Fence) Value(term Term) (string, error) {
+	var digits string
+	switch f.Order {
+	case ByToken:
+		if term.Token < 0 {
+			return "", fmt.Errorf("etcdfence: fencing token %d is negative", term.Token)
+		}
+		digits = strconv.FormatInt(int64(term.Token), 10)
+	default:
+		if term.Revision == (baton.Revision{}) {
+			return "", ErrNoRevision
+		}
+		digits = term.Revision.String()
+	}
+	return strings.Repeat("0", Width-len(digits)) + digits, nil
 }
 
 // StaleError is the refusal of a write whose term is older than one the
@@ -126,62 +142,15 @@ func (e *StaleError) Error() string {
 		e.Key, e.Order, e.Term, e.Order, e.Highest)
 }
 
-// Unwrap returns the baton package's error for this refusal, or nil when
-// Highest is not a number of the Order's kind (a fence key written by
-// something else).
+// Unwrap returns the baton package's error for this refusal
+// (baton.FenceOrder.StaleError), or nil when Highest is not a number of the
+// Order's kind (a fence key written by something else).
 func (e *StaleError) Unwrap() error {
-	if e.Order == ByToken {
-		h, err := strconv.ParseInt(e.Highest, 10, 32)
-		if err != nil {
-			return nil
-		}
-		return &baton.StaleTokenError{Token: e.Term.Token, Highest: int32(h)}
-	}
-	h, err := baton.ParseRevision(e.Highest)
+	highest, err := e.Order.ParseTerm(e.Highest)
 	if err != nil {
 		return nil
 	}
-	return &baton.StaleRevisionError{Revision: e.Term.Revision, Highest: h}
-}
-
-// Fence fences writes through fence keys in one etcd. The zero value fences
-// by revision with fence keys under DefaultPrefix; it holds no state and is
-// safe for concurrent use.
-type Fence struct {
-	// Prefix is put before a fenced key to name its fence key; DefaultPrefix
-	// when empty. Keep it apart from the data, so that no data key is also
-	// a fence key.
-	Prefix string
-	// Order is what the fence compares; ByRevision when zero.
-	Order Order
-}
-
-// FenceKey returns the fence key of key.
-func (f Fence) FenceKey(key string) string {
-	if f.Prefix == "" {
-		return DefaultPrefix + key
-	}
-	return f.Prefix + key
-}
-
-// Value returns what the fence key holds once term is admitted: the
-// compared number in Width digits. Errors are the term's (ErrNoRevision, a
-// negative token).
-func (f Fence) Value(term Term) (string, error) {
-	var digits string
-	switch f.Order {
-	case ByToken:
-		if term.Token < 0 {
-			return "", fmt.Errorf("etcdfence: fencing token %d is negative", term.Token)
-		}
-		digits = strconv.FormatInt(int64(term.Token), 10)
-	default:
-		if term.Revision == (baton.Revision{}) {
-			return "", ErrNoRevision
-		}
-		digits = term.Revision.String()
-	}
-	return strings.Repeat("0", Width-len(digits)) + digits, nil
+	return e.Order.StaleError(e.Term, highest)
 }
 
 // Write runs ops in one etcd transaction that first admits term for key, and

@@ -58,35 +58,40 @@ import (
 // Fence.Annotation is empty.
 const DefaultAnnotation = "baton.dev/fencing-revision"
 
-// Order is what decides which of two terms is the newer.
-type Order int
+// Fence fences ConfigMap writes through one annotation. The zero value
+// fences by revision through DefaultAnnotation; it holds no state and is
+// safe for concurrent use.
+type Fence struct {
+	// Annotation holds the fence; DefaultAnnotation when empty.
+	Annotation string
+	// Order is what the fence compares; ByRevision when zero.
+	Order Order
 
-const (
-	// ByRevision compares fencing revisions (the default). They keep
-	// growing across Lease deletion; Kubernetes 1.35 or later.
-	ByRevision Order = iota
-	// ByToken compares fencing tokens (leaseTransitions): for API servers
-	// older than 1.35. A Lease deleted and recreated by a member with no
-	// history starts them again at 0, and the fence then refuses every
-	// later leader until the token passes the highest one accepted.
-	ByToken
-)
-
-func (o Order) String() string {
-	switch o {
-	case ByRevision:
-		return "revision"
-	case ByToken:
-		return "token"
-	}
-	return "Order(" + strconv.Itoa(int(o)) + ")"
+	// afterRead, when set (by tests), runs between the read and the write.
+	afterRead func()
 }
 
-// ErrNoRevision is the answer of a Fence ordered ByRevision to a term
-// without a fencing revision (0): the sidecar did not know one.
-var ErrNoRevision = errors.New("kubefence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
+// Order is what decides which of two terms is the newer:
+// baton.FenceOrder, the order of every store fence.
+type Order = baton.FenceOrder
 
-// Term is what a leader tags its writes with.
+const (
+	// ByRevision compares fencing revisions (the default): baton.ByRevision.
+	ByRevision = baton.ByRevision
+	// ByToken compares fencing tokens, for API servers older than 1.35:
+	// baton.ByToken.
+	ByToken = baton.ByToken
+)
+
+func (f Fence) annotation() string {
+	if f.Annotation == "" {
+		return DefaultAnnotation
+	}
+	return f.Annotation
+}
+
+// Term is what a leader tags its writes with: the fencing numbers of a
+// baton.Term, and the field manager it applies under.
 type Term struct {
 	// Revision is the fencing revision (baton.Leadership.FencingRevision),
 	// an integer of up to 128 bits.
@@ -104,66 +109,15 @@ func TermOf(l baton.Leadership) Term {
 	return Term{Revision: l.FencingRevision, Token: l.FencingToken, FieldManager: l.FieldManager()}
 }
 
-func (t Term) String() string {
-	return fmt.Sprintf("revision %v, token %d", t.Revision, t.Token)
-}
+// String returns t's fencing numbers as baton.Term writes them.
+func (t Term) String() string { return t.fencing().String() }
 
-// StaleError is the refusal of a write whose term is older than the one
-// that wrote the ConfigMap last: the writer is a deposed leader, and its
-// write did not land. Its Unwrap gives the baton package's error for the
-// same refusal (a *baton.StaleTokenError when ordered ByToken, a
-// *baton.StaleRevisionError when ordered ByRevision).
-type StaleError struct {
-	Namespace, Name string
-	Order           Order
-	// Term is the refused term. Highest is the number the annotation holds
-	// (a revision or a token, as Order says), in decimal digits.
-	Term    Term
-	Highest string
-}
+// fencing returns the fencing numbers of t, what the fence compares.
+func (t Term) fencing() baton.Term { return baton.Term{Revision: t.Revision, Token: t.Token} }
 
-func (e *StaleError) Error() string {
-	return fmt.Sprintf("kubefence: stale write to ConfigMap %s/%s refused (by %v): term %v; a write of %v %s was already made",
-		e.Namespace, e.Name, e.Order, e.Term, e.Order, e.Highest)
-}
-
-// Unwrap returns the baton package's error for this refusal, or nil when
-// Highest is not a number of the Order's kind (an annotation written by
-// something else).
-func (e *StaleError) Unwrap() error {
-	if e.Order == ByToken {
-		h, err := strconv.ParseInt(e.Highest, 10, 32)
-		if err != nil {
-			return nil
-		}
-		return &baton.StaleTokenError{Token: e.Term.Token, Highest: int32(h)}
-	}
-	h, err := baton.ParseRevision(e.Highest)
-	if err != nil {
-		return nil
-	}
-	return &baton.StaleRevisionError{Revision: e.Term.Revision, Highest: h}
-}
-
-// Fence fences ConfigMap writes through one annotation. The zero value
-// fences by revision through DefaultAnnotation; it holds no state and is
-// safe for concurrent use.
-type Fence struct {
-	// Annotation holds the fence; DefaultAnnotation when empty.
-	Annotation string
-	// Order is what the fence compares; ByRevision when zero.
-	Order Order
-
-	// afterRead, when set (by tests), runs between the read and the write.
-	afterRead func()
-}
-
-func (f Fence) annotation() string {
-	if f.Annotation == "" {
-		return DefaultAnnotation
-	}
-	return f.Annotation
-}
+// ErrNoRevision is the answer of a Fence ordered ByRevision to a term
+// without a fencing revision (0): the sidecar did not know one.
+var ErrNoRevision = errors.New("kubefence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
 
 // Value returns what the annotation holds once term is admitted: the
 // compared number in decimal, without leading zeros. Errors are the
@@ -190,6 +144,36 @@ func (f Fence) number(term Term) (baton.Revision, error) {
 		return baton.Revision{}, ErrNoRevision
 	}
 	return term.Revision, nil
+}
+
+// StaleError is the refusal of a write whose term is older than the one
+// that wrote the ConfigMap last: the writer is a deposed leader, and its
+// write did not land. Its Unwrap gives the baton package's error for the
+// same refusal (a *baton.StaleTokenError when ordered ByToken, a
+// *baton.StaleRevisionError when ordered ByRevision).
+type StaleError struct {
+	Namespace, Name string
+	Order           Order
+	// Term is the refused term. Highest is the number the annotation holds
+	// (a revision or a token, as Order says), in decimal digits.
+	Term    Term
+	Highest string
+}
+
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("kubefence: stale write to ConfigMap %s/%s refused (by %v): term %v; a write of %v %s was already made",
+		e.Namespace, e.Name, e.Order, e.Term, e.Order, e.Highest)
+}
+
+// Unwrap returns the baton package's error for this refusal
+// (baton.FenceOrder.StaleError), or nil when Highest is not a number of the
+// Order's kind (an annotation written by something else).
+func (e *StaleError) Unwrap() error {
+	highest, err := e.Order.ParseTerm(e.Highest)
+	if err != nil {
+		return nil
+	}
+	return e.Order.StaleError(e.Term.fencing(), highest)
 }
 
 // ApplyConfigMap writes cm (its name and namespace set; the namespace must

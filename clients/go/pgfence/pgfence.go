@@ -42,7 +42,6 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strconv"
 
 	"github.com/baton-sidecar/baton/clients/go/baton"
 	"github.com/jackc/pgx/v5"
@@ -51,84 +50,6 @@ import (
 
 // DefaultTable is the fence table's name when Fence.Table is empty.
 const DefaultTable = "baton_fence"
-
-// Order is what decides which of two terms is the newer.
-type Order int
-
-const (
-	// ByRevision compares fencing revisions as integers (the default).
-	// They keep growing across Lease deletion; Kubernetes 1.35 or later.
-	ByRevision Order = iota
-	// ByToken compares fencing tokens (leaseTransitions): for API servers
-	// older than 1.35. A Lease deleted and recreated by a member with no
-	// history starts them again at 0, and the fence then refuses every
-	// later leader until the token passes the highest one accepted.
-	ByToken
-)
-
-func (o Order) String() string {
-	switch o {
-	case ByRevision:
-		return "revision"
-	case ByToken:
-		return "token"
-	}
-	return "Order(" + strconv.Itoa(int(o)) + ")"
-}
-
-// ErrNoRevision is the answer of a Fence ordered ByRevision to a term
-// without a fencing revision (0): the sidecar did not know one (a
-// resourceVersion that is not an integer, or beyond an int64 from a sidecar
-// of 0.2.0 or earlier). Writing with it would be fenced by nothing; fence
-// ByToken on such a cluster.
-var ErrNoRevision = errors.New("pgfence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
-
-// Term is what a leader tags its writes with.
-type Term struct {
-	// Revision is the fencing revision (baton.Leadership.FencingRevision),
-	// an integer of up to 128 bits; baton.ParseRevision reads the sidecar's
-	// JSON "fencingRevisionDecimal".
-	Revision baton.Revision
-	// Token is the fencing token (baton.Leadership.FencingToken).
-	Token int32
-}
-
-// TermOf returns the term of a leader answer. Take it from the answer that
-// said this pod leads (RunWhileLeader's, or a Leadership whose IsLeader is
-// true), right before the write.
-func TermOf(l baton.Leadership) Term {
-	return Term{Revision: l.FencingRevision, Token: l.FencingToken}
-}
-
-func (t Term) String() string {
-	return fmt.Sprintf("revision %v, token %d", t.Revision, t.Token)
-}
-
-// StaleError is the refusal of a write whose term is older than one the
-// fence already accepted for Key: the writer is a deposed leader, and its
-// write did not land. Its Unwrap gives the baton package's error for the
-// same refusal (a *baton.StaleTokenError when ordered ByToken, a
-// *baton.StaleRevisionError when ordered ByRevision), so errors.As with
-// those works as for the in-memory fences.
-type StaleError struct {
-	Key   string
-	Order Order
-	// Term is the refused term; Highest is the one the fence holds.
-	Term, Highest Term
-}
-
-func (e *StaleError) Error() string {
-	return fmt.Sprintf("pgfence: stale write to %q refused (by %v): term %v; a write of term %v was already accepted",
-		e.Key, e.Order, e.Term, e.Highest)
-}
-
-// Unwrap returns the baton package's error for this refusal.
-func (e *StaleError) Unwrap() error {
-	if e.Order == ByToken {
-		return &baton.StaleTokenError{Token: e.Term.Token, Highest: e.Highest.Token}
-	}
-	return &baton.StaleRevisionError{Revision: e.Term.Revision, Highest: e.Highest.Revision}
-}
 
 // Fence fences writes through one fence table. The zero value fences by
 // revision through the table baton_fence in the connection's search path;
@@ -140,6 +61,19 @@ type Fence struct {
 	// Order is what the fence compares; ByRevision when zero.
 	Order Order
 }
+
+// Order is what decides which of two terms is the newer:
+// baton.FenceOrder, the order of every store fence.
+type Order = baton.FenceOrder
+
+const (
+	// ByRevision compares fencing revisions as integers (the default):
+	// baton.ByRevision.
+	ByRevision = baton.ByRevision
+	// ByToken compares fencing tokens, for API servers older than 1.35:
+	// baton.ByToken.
+	ByToken = baton.ByToken
+)
 
 func (f Fence) table() string {
 	if len(f.Table) == 0 {
@@ -183,6 +117,23 @@ ON CONFLICT (key) DO UPDATE
   WHERE f.%[2]s <= excluded.%[2]s
 RETURNING f.revision`
 
+// Term is what a leader tags its writes with, its fencing revision and
+// token: baton.Term.
+type Term = baton.Term
+
+// TermOf returns the term of a leader answer, as baton.TermOf does. Take it
+// from the answer that said this pod leads (RunWhileLeader's, or a
+// Leadership whose IsLeader is true), right before the write.
+func TermOf(l baton.Leadership) Term { return baton.TermOf(l) }
+
+// StaleError is the refusal of a write whose term is older than one the
+// fence already accepted for Key: baton.StaleTermError. The writer is a
+// deposed leader, and its write did not land. Its Unwrap gives the baton
+// package's error for the same refusal (a *baton.StaleTokenError when
+// ordered ByToken, a *baton.StaleRevisionError when ordered ByRevision), so
+// errors.As with those works as for the in-memory fences.
+type StaleError = baton.StaleTermError
+
 // Admit records term as the newest for key inside tx, or returns a
 // *StaleError when the fence holds a newer term for key (then tx must be
 // rolled back; nothing was recorded). An equal term is admitted: the same
@@ -219,6 +170,13 @@ func (f Fence) Admit(ctx context.Context, tx pgx.Tx, key string, term Term) erro
 	}
 	return &StaleError{Key: key, Order: f.Order, Term: term, Highest: highest}
 }
+
+// ErrNoRevision is the answer of a Fence ordered ByRevision to a term
+// without a fencing revision (0): the sidecar did not know one (a
+// resourceVersion that is not an integer, or beyond an int64 from a sidecar
+// of 0.2.0 or earlier). Writing with it would be fenced by nothing; fence
+// ByToken on such a cluster.
+var ErrNoRevision = errors.New("pgfence: the term has no fencing revision (0); fence ByToken where the sidecar reports none")
 
 // revision returns term's revision as a numeric, all of its digits; a
 // term without one is ErrNoRevision when the fence compares revisions.
