@@ -94,6 +94,9 @@ void Writer(const std::string& addr, ToyStore& store, const absl::Notification& 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A line at a time, also into a file or a pipe (kubectl logs): who leads
+  // and each write are shown as they happen.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::signal(SIGINT, [](int) { stopping = true; });
   std::signal(SIGTERM, [](int) { stopping = true; });
   std::vector<std::string> addrs(argv + 1, argv + argc);
