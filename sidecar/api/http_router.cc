@@ -147,8 +147,9 @@ absl::StatusOr<Reader> ReaderOf(std::string_view target) {
 absl::StatusOr<int32_t> ParseFencingToken(std::optional<std::string_view> text) {
   if (!text) return absl::InvalidArgumentError("fencing_token is required");
   uint32_t token = 0;
-  const char* end = text->data() + text->size();
-  auto [parsed_to, error] = std::from_chars(text->data(), end, token);
+  const char* begin = text->data();
+  const char* end = begin + text->size();
+  auto [parsed_to, error] = std::from_chars(begin, end, token);
   if (text->empty() || error != std::errc() || parsed_to != end ||
       token > static_cast<uint32_t>(std::numeric_limits<int32_t>::max())) {
     return absl::InvalidArgumentError("fencing_token must be a non-negative 32-bit integer");

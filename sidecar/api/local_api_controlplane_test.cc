@@ -50,8 +50,9 @@ constexpr absl::Duration kLeaseDuration = absl::Seconds(2);
 
 // The durations the sidecars run with: the tests' tight ones, and baton's
 // defaults (no duration flag at all).
-const std::vector<std::string> kTightTiming = {"--lease-duration=3s", "--renew-deadline=1500ms",
-                                               "--retry-period=250ms"};
+std::vector<std::string> TightTiming() {
+  return {"--lease-duration=3s", "--renew-deadline=1500ms", "--retry-period=250ms"};
+}
 constexpr absl::Duration kTightRetryPeriod = absl::Milliseconds(250);
 const std::vector<std::string> kDefaultTiming = {};
 
@@ -72,10 +73,10 @@ int FreePort() {
 // One baton process on its own ports, logging to a file.
 class Sidecar {
  public:
-  // `flags` come after the common ones (durations: kTightTiming unless
+  // `flags` come after the common ones (durations: TightTiming() unless
   // given); `env` (NAME=value) after the test's own environment.
   Sidecar(const std::string& name, const std::string& ns, const std::string& log_dir,
-          const std::vector<std::string>& flags = kTightTiming,
+          const std::vector<std::string>& flags = TightTiming(),
           const std::vector<std::string>& env = {})
       : identity_(name + "_" + std::to_string(::getpid())),
         http_port_(FreePort()),
@@ -272,7 +273,7 @@ class LocalApiControlPlaneTest : public ::testing::Test {
   }
 
   std::unique_ptr<Sidecar> Start(const std::string& name,
-                                 const std::vector<std::string>& flags = kTightTiming,
+                                 const std::vector<std::string>& flags = TightTiming(),
                                  const std::vector<std::string>& env = {}) {
     return std::make_unique<Sidecar>(name, ns_, log_dir_, flags, env);
   }
@@ -301,7 +302,7 @@ class LocalApiControlPlaneTest : public ::testing::Test {
   // then SIGTERM. Returns how long after the promise the follower led
   // (negative: before it lapsed), and the leader's log.
   std::pair<absl::Duration, std::string> NativeSidecarHandover(const std::string& pod) {
-    std::vector<std::string> flags = kTightTiming;
+    std::vector<std::string> flags = TightTiming();
     flags.push_back("--native-sidecar");
     std::unique_ptr<Sidecar> a = Start("a", flags, {"POD_NAME=" + pod, "POD_NAMESPACE=" + ns_});
     EXPECT_TRUE(a->WaitLeading());

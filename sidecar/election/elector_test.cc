@@ -730,25 +730,25 @@ TEST_F(ElectorTest, LeaderNeverWakesLaterThanLeaderUntil) {
   EXPECT_EQ(elector_->Step(), leader_until);
 }
 
-const absl::Duration kQuietWatch = Elector::kQuietWatchPeriods * kRetryPeriod;
+absl::Duration QuietWatch() { return Elector::kQuietWatchPeriods * kRetryPeriod; }
 
 TEST_F(ElectorTest, FollowerWithWatchWakesAtTheExactExpiry) {
   elector_->SetWatchAvailable(true);
   SetLease("other", /*duration_seconds=*/20);
-  EXPECT_EQ(elector_->Step(), Now() + kQuietWatch);
+  EXPECT_EQ(elector_->Step(), Now() + QuietWatch());
 
   // Renews seen on the watch move the expiry and cost no read.
   const int gets = store_.Calls(Verb::kGet);
   for (int i = 0; i < 5; ++i) {
     clock_.Advance(kRetryPeriod);
-    EXPECT_EQ(elector_->Observe(Seen(RenewForeign())), Now() + kQuietWatch);
+    EXPECT_EQ(elector_->Observe(Seen(RenewForeign())), Now() + QuietWatch());
   }
   EXPECT_EQ(store_.Calls(Verb::kGet), gets);
 
   // The holder stops: once the watch is quiet the follower reads every
   // period, and takes the Lease at the exact expiry.
   const MonoTime expiry = Now() + absl::Seconds(20);
-  clock_.Advance(kQuietWatch);
+  clock_.Advance(QuietWatch());
   MonoTime wake = Now();
   while (Holder() == "other") {
     clock_.Advance(wake - Now());
@@ -756,7 +756,7 @@ TEST_F(ElectorTest, FollowerWithWatchWakesAtTheExactExpiry) {
     ASSERT_TRUE(Holder() == "me" || wake <= expiry);
   }
   EXPECT_EQ(Now(), expiry);
-  EXPECT_EQ(store_.Calls(Verb::kGet), gets + 1 + (absl::Seconds(20) - kQuietWatch) / kRetryPeriod)
+  EXPECT_EQ(store_.Calls(Verb::kGet), gets + 1 + (absl::Seconds(20) - QuietWatch()) / kRetryPeriod)
       << "one read as the watch went quiet, then one per retry period";
 }
 
@@ -813,7 +813,7 @@ TEST_F(ElectorTest, FollowerWithoutWatchWakesAtExpiryIfSoonerThanThePoll) {
 TEST_F(ElectorTest, LosingTheWatchFallsBackToPolling) {
   elector_->SetWatchAvailable(true);
   SetLease("other", /*duration_seconds=*/20);
-  EXPECT_EQ(elector_->Step(), Now() + kQuietWatch);
+  EXPECT_EQ(elector_->Step(), Now() + QuietWatch());
   EXPECT_EQ(elector_->SetWatchAvailable(false), Now() + kRetryPeriod);
 }
 
@@ -1255,7 +1255,7 @@ TEST_F(ElectorTest, ListenerHearsRenewsAcquisitionsLossesAndHolders) {
 // pauses: at no instant do two of them answer isLeader, and every new term's
 // token is higher than the last.
 TEST_F(ElectorTest, NeverTwoLeadersAndTokensIncreaseUnderRandomFaults) {
-  std::mt19937 rng(20260917);
+  std::mt19937 rng(20260917);  // NOLINT(bugprone-random-generator-seed): reproducible
   std::vector<std::unique_ptr<Elector>> electors;
   std::vector<MonoTime> wakes;
   for (const char* id : {"a", "b", "c"}) {

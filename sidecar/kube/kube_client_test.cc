@@ -76,6 +76,7 @@ class KubeClientTest : public ::testing::Test {
   std::vector<std::string> ObservedStrings() {
     absl::MutexLock lock(&mu_);
     std::vector<std::string> out;
+    out.reserve(observed_.size());
     for (const Observed& o : observed_) out.push_back(absl::StrCat(o.verb, " ", o.code));
     return out;
   }

@@ -110,7 +110,7 @@ absl::Status LeaseWatcher::HandleEvent(absl::string_view line, std::string& rv) 
     case WatchEvent::Type::kAdded:
     case WatchEvent::Type::kModified:
       rv = event->record->resource_version;
-      Deliver(LeaseEvent{*std::move(event->record), rv});
+      Deliver(LeaseEvent{std::move(event->record), rv});
       return absl::OkStatus();
     case WatchEvent::Type::kUnknown:
       break;

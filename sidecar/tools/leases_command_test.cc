@@ -16,7 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-const absl::Time kNow = absl::FromUnixSeconds(1'790'000'000);  // 2026-09-21T14:13:20Z
+constexpr absl::Time kNow = absl::FromUnixSeconds(1'790'000'000);  // 2026-09-21T14:13:20Z
 
 // A Lease held by `holder`, last renewed `ago` before kNow.
 kube::NamedLease Held(std::string ns, std::string name, std::string holder, absl::Duration ago,
