@@ -36,7 +36,7 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # Debian packages the C++ build and the tests need.
 BATON_APT_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config clang-14 clang-tidy-14 clang-format-14
+  build-essential cmake ninja-build ccache pkg-config clang-14 clang-format-14
   libclang-rt-14-dev shellcheck
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libboost1.81-dev libboost-json1.81-dev libssl-dev
