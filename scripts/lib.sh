@@ -122,8 +122,8 @@ cache_get() {
 # cache_put KIND KEY DIR... [-- FIXUP...]: stores copies of the DIRs (each
 # under its own name) as entry KEY of KIND, replacing an entry of that key.
 # FIXUP, if given, runs with the new entry's path appended before it is
-# renamed into place; when it fails, nothing is stored. Then drops all but the
-# $BATON_CACHE_KEEP (3) most recently used entries of KIND.
+# renamed into place; when it fails, nothing is stored. Then prunes KIND
+# (cache_prune).
 cache_put() {
   [[ $BATON_CACHE != off ]] || return 0
   local kind=$BATON_CACHE/$1 key=$2 tmp dirs=()
@@ -144,9 +144,15 @@ cache_put() {
   touch "$kind/$key"  # the most recently used
   # Left by a run that died while writing an entry.
   find "$kind" -mindepth 1 -maxdepth 1 -name '.new.*' -mmin +120 -exec rm -rf {} + 2>/dev/null
+  cache_prune "${kind##*/}"
+}
+
+# cache_prune KIND: drops all but the $BATON_CACHE_KEEP (3) most recently used
+# entries of KIND.
+cache_prune() {
   local old
   # shellcheck disable=SC2012  # entry names are hex digits
-  old=$(ls -1td "$kind"/*/ 2>/dev/null | tail -n +$((${BATON_CACHE_KEEP:-3} + 1)))
+  old=$(ls -1td "$BATON_CACHE/$1"/*/ 2>/dev/null | tail -n +$((${BATON_CACHE_KEEP:-3} + 1)))
   [[ -z $old ]] || xargs -d '\n' rm -rf <<<"$old"
   return 0
 }
